@@ -1,0 +1,1 @@
+"""One module per site page: PAGE (a PageSpec) and context(q, site) -> dict for templates/<slug>.html."""

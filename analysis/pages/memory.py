@@ -1,0 +1,64 @@
+"""Memory: bytes per token measured from the cache tensors vs the formula, per layer, and what the
+allocator delta (iteration 1) reports instead."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from analysis import charts
+from analysis.site import PageSpec
+
+PAGE = PageSpec(slug="memory", title="Memory", order=10)
+
+
+def _run_label(r) -> str:
+    return f"run {r['run_id']} · {r['model']} {r['dtype']}"
+
+
+def context(q, site) -> dict:
+    match = q("memory_formula_match")
+    per_layer = q("memory_per_layer")
+    allocator = q("memory_allocator_delta")
+    summary = q("memory_bytes_per_token")
+
+    series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    for r in match:
+        key = f"{_run_label(r)} · batch {r['batch_size']}"
+        series[key][0].append(r["seq_len"])
+        series[key][1].append(r["bytes_per_token"])
+    formula_lines = sorted({(r["formula_bytes_per_token"], f"formula {r['model']} {r['dtype']}") for r in match})
+    bpt_chart = charts.lines(
+        "memory-bytes-per-token", dict(series), "KV bytes per token vs sequence length",
+        "Measured KV-cache bytes per token for each run and batch size, across sequence lengths, with the "
+        "formula value drawn as a dashed line. Flat lines on the formula mean the cache grows exactly linearly.",
+        "sequence length (tokens)", "bytes per token", log_x=True,
+        hlines=[(v, label) for v, label in formula_lines])
+
+    layer_series: dict[str, tuple[list, list]] = {}
+    for r in per_layer:
+        for part in ("k", "v"):
+            key = f"run {r['run_id']} {part.upper()}"
+            xs, ys = layer_series.setdefault(key, ([], []))
+            xs.append(r["layer"])
+            ys.append(r[f"{part}_bytes"])
+    layer_chart = charts.bars(
+        "memory-per-layer", layer_series, "K and V bytes per layer (longest batch-1 prefill)",
+        "Bytes held by the key and value tensors of each layer. Equal bars mean every layer caches the "
+        "same number of tokens; shorter bars mark sliding-window layers.", "layer", "bytes")
+
+    alloc_chart = None
+    if allocator:
+        aser: dict[str, tuple[list, list]] = {}
+        for r in allocator:
+            for key, col in (("allocator delta after prefill", "bytes_per_token"),
+                             ("after dropping logits", "cache_only_bytes_per_token")):
+                k = f"{key} · run {r['run_id']} b{r['batch_size']}"
+                xs, ys = aser.setdefault(k, ([], []))
+                xs.append(r["seq_len"])
+                ys.append(r[col])
+        alloc_chart = charts.lines(
+            "memory-allocator-delta", aser, "Iteration 1: allocator delta per token",
+            "Bytes per token implied by the CUDA allocator's delta around a prefill, with and without the "
+            "logits still alive, against the formula.", "sequence length (tokens)", "bytes per token",
+            log_x=True, hlines=[(v, label) for v, label in formula_lines])
+    return {"match": match, "summary": summary, "per_layer": per_layer, "allocator": allocator,
+            "bpt_chart": bpt_chart, "layer_chart": layer_chart, "alloc_chart": alloc_chart}

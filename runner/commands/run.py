@@ -1,0 +1,122 @@
+"""`kvreport run`: load a model, run the selected experiments, store everything in the DuckDB file."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import UserError
+
+
+def parse_iterations(spec: str) -> list[str]:
+    from ..experiments import ITERATIONS
+
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    bad = [s for s in items if s not in ITERATIONS]
+    if bad or not items:
+        raise UserError(f"--iterations {spec!r}: expected a comma-separated list of {', '.join(ITERATIONS)}")
+    return items
+
+
+def execute(model: str, device: str, dtype: str, iterations: list[str], quick: bool, db: Path,
+            echo=typer.echo, label: str | None = None, only: list[str] | None = None) -> int:
+    """The whole run; returns the run_id. Separate from the typer function so tests can call it."""
+    import torch
+
+    from ..devices import dtype_name, resolve_device, resolve_dtype
+    from ..environment import collect
+    from ..experiments import RunContext, Skip, registry
+    from ..models import load_config, load_model
+    from ..store import Store
+
+    dev = resolve_device(device)
+    load_config(model)  # fail on a bad name before touching the DB
+    dt = resolve_dtype(dtype, dev, model)
+    if dev.type == "cpu" and device == "auto":
+        echo("no CUDA GPU visible: measuring on the CPU (GPU-only experiments will be recorded as skipped)")
+    store = Store(db)
+    try:
+        meta = collect(dev)
+        echo(f"loading {model} on {meta['device_name']} ({dtype_name(dt)})")
+        t0 = time.perf_counter()
+        loaded = load_model(model, dev, dt)
+        echo(f"  loaded in {time.perf_counter() - t0:.1f}s; weights: "
+             f"{'random (architecture from config)' if loaded.weights_random else 'real (' + loaded.source + ')'}")
+        meta.update(model=model, model_source=loaded.source, dtype=dtype_name(dt),
+                    weights_random=loaded.weights_random, quick=quick, iterations=",".join(iterations),
+                    label=label)
+        run_id = store.begin_run(meta)
+        ctx = RunContext(run_id=run_id, device=dev, dtype=dt, loaded=loaded, quick=quick,
+                         progress=lambda msg: echo(f"    {msg}"))
+        experiments = [e for e in registry() if e.iteration in iterations and (not only or e.name in only)]
+        summary: list[str] = []
+        status = "complete"
+        try:
+            for i, exp in enumerate(experiments, 1):
+                echo(f"[{i}/{len(experiments)}] {exp.name} (iteration {exp.iteration})")
+                started = time.perf_counter()
+                started_at = _utcnow()
+                try:
+                    with torch.inference_mode():
+                        result = exp.run(ctx)
+                    store.record_experiment(run_id, exp.name, "ok", None, result.tables, started_at,
+                                            time.perf_counter() - started)
+                    summary.extend(result.summary)
+                    echo(f"  ok in {time.perf_counter() - started:.1f}s")
+                except Skip as skip:
+                    store.record_experiment(run_id, exp.name, "skipped", str(skip), None, started_at,
+                                            time.perf_counter() - started)
+                    echo(f"  skipped: {skip}")
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one broken experiment must not lose the others
+                    reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    store.record_experiment(run_id, exp.name, "failed", reason, None, started_at,
+                                            time.perf_counter() - started)
+                    echo(f"  FAILED: {reason}")
+                    status = "failed"
+                finally:
+                    if dev.type == "cuda":
+                        torch.cuda.empty_cache()
+        except KeyboardInterrupt:
+            store.finish_run(run_id, "interrupted")
+            raise
+        except BaseException:
+            store.finish_run(run_id, "failed")
+            raise
+        store.finish_run(run_id, status)
+        echo("")
+        echo(f"run {run_id} {status}: {len(experiments)} experiments -> {db}")
+        for line in summary:
+            echo(f"  - {line}")
+        return run_id
+    finally:
+        store.close()
+
+
+def _utcnow():
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def run(
+    model: Annotated[str, typer.Option(help="Built-in architecture name (see `kvreport models`) or a local "
+                                            "Hugging Face checkpoint folder.")] = "gpt2",
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto, float16, bfloat16 or float32.")] = "auto",
+    iterations: Annotated[str, typer.Option(help="Which iterations to run: 1,2,3,audit.")] = "1,2,3,audit",
+    quick: Annotated[bool, typer.Option("--quick", help="Small sweeps for smoke runs and tests.")] = False,
+    db: Annotated[Path, typer.Option(help="DuckDB file to append this run to.")] = Path("kvreport.duckdb"),
+    label: Annotated[str | None, typer.Option(help="Free-text label stored with the run.")] = None,
+    only: Annotated[str | None, typer.Option(help="Comma-separated experiment names to run (default all).")] = None,
+):
+    """Measure the KV cache of one model on one device and append the results to the DB."""
+    execute(model, device, dtype, parse_iterations(iterations), quick, db, label=label,
+            only=[s.strip() for s in only.split(",")] if only else None)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

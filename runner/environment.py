@@ -1,0 +1,75 @@
+"""What machine produced a result: stored beside every run so a number can be judged by its hardware."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _nvml_driver() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else v
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML (CPU box, or library absent): driver stays unknown
+        return None
+
+
+def collect(device) -> dict:
+    import torch
+    import transformers
+
+    from . import __version__
+
+    info = {
+        "device_kind": device.type,
+        "torch_version": torch.__version__,
+        "transformers_version": transformers.__version__,
+        "python_version": platform.python_version(),
+        "kvreport_version": __version__,
+        "os": f"{platform.system()} {platform.release()}",
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "host_memory_bytes": _host_memory_bytes(),
+        "host": socket.gethostname(),
+        "command_line": " ".join(["kvreport", *sys.argv[1:]]),
+        "gpu_name": None, "gpu_memory_bytes": None, "gpu_count": 0,
+        "driver_version": None, "cuda_version": None,
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update({
+            "device_name": props.name,
+            "gpu_name": props.name,
+            "gpu_memory_bytes": int(props.total_memory),
+            "gpu_count": torch.cuda.device_count(),
+            "cuda_version": torch.version.cuda,
+            "driver_version": _nvml_driver(),
+        })
+    else:
+        info["device_name"] = info["cpu"]
+    return info

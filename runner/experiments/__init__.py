@@ -1,0 +1,115 @@
+"""Experiment registry. Each module in this package is one experiment:
+
+    NAME = "kv_memory_v2"        # also the name in the `experiments` table
+    ITERATION = 2                # 1, 2, 3 or "audit": what `--iterations` selects
+    ORDER = 20                   # order within the run (lower first)
+    TABLES = {"kv_memory_v2": "seq_len INTEGER, ..."}   # run_id is added automatically
+    def run(ctx: RunContext) -> Result: ...
+
+An experiment that cannot run here raises Skip("why"); it is recorded as skipped with that reason.
+Modules are discovered, so adding an experiment is adding a file.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Callable
+
+ITERATIONS = ("1", "2", "3", "audit")
+
+
+class Skip(Exception):
+    """Raised by an experiment that cannot run on this device; the message is the recorded reason."""
+
+
+@dataclass
+class Result:
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+    summary: list[str] = field(default_factory=list)  # one-line findings printed at the end of the run
+
+
+@dataclass
+class Experiment:
+    name: str
+    iteration: str
+    order: int
+    module: ModuleType
+
+    def run(self, ctx: "RunContext") -> Result:
+        return self.module.run(ctx)
+
+
+def _run_id_ddl(cols: str) -> str:
+    return "run_id INTEGER NOT NULL, " + cols
+
+
+def registry() -> list[Experiment]:
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        if not hasattr(mod, "NAME") or not hasattr(mod, "run"):
+            continue
+        if not getattr(mod, "_ddl_done", False):
+            mod.TABLES = {t: _run_id_ddl(c) for t, c in getattr(mod, "TABLES", {}).items()}
+            mod._ddl_done = True
+        found.append(Experiment(mod.NAME, str(mod.ITERATION), getattr(mod, "ORDER", 50), mod))
+    return sorted(found, key=lambda e: (ITERATIONS.index(e.iteration), e.order, e.name))
+
+
+@dataclass
+class RunContext:
+    run_id: int
+    device: object            # torch.device
+    dtype: object             # torch.dtype
+    loaded: object            # runner.models.LoadedModel
+    quick: bool = False
+    seed: int = 0
+    progress: Callable[[str], None] = lambda msg: None
+    # Values one experiment publishes for later ones (e.g. the measured copy roof, bytes/token).
+    shared: dict = field(default_factory=dict)
+    # Injected in tests: a callable returning allocated bytes (defaults to the CUDA allocator).
+    memory_probe: Callable[[], int] | None = None
+
+    @property
+    def model(self):
+        return self.loaded.model
+
+    @property
+    def config(self):
+        return self.loaded.config
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def dtype_bytes(self) -> int:
+        import torch
+
+        return torch.tensor([], dtype=self.dtype).element_size()
+
+    @property
+    def max_positions(self) -> int:
+        c = self.config
+        for name in ("n_positions", "max_position_embeddings"):
+            if getattr(c, name, None):
+                return int(getattr(c, name))
+        return 2048
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.config.vocab_size)
+
+    def input_ids(self, batch: int, seq_len: int):
+        """Random token ids (values do not change cache size or timing), reproducible per shape."""
+        import torch
+
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + batch * 10_007 + seq_len)
+        return torch.randint(0, self.vocab_size, (batch, seq_len), generator=g).to(self.device)
+
+    def fits(self, seq_len: int) -> bool:
+        return seq_len <= self.max_positions

@@ -1,0 +1,89 @@
+"""The analytic KV-cache size of a transformer, from its config alone.
+
+bytes/token = 2 (K and V) x n_layers x n_kv_heads x d_head x dtype_bytes
+
+Real configs complicate the textbook formula in three places, all handled here:
+- grouped/multi-query attention: the cache holds `num_key_value_heads`, not `num_attention_heads`;
+- an explicit `head_dim` that is not hidden_size / n_heads (Gemma, some Qwen variants);
+- sliding-window layers, whose cache is capped: transformers' DynamicSlidingWindowLayer keeps only the
+  last `sliding_window - 1` tokens once the sequence is longer (it needs the newest token's K/V separately),
+  so per-token cost of such a layer falls as the sequence grows. `cached_tokens_per_layer` models that.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1}
+
+
+@dataclass(frozen=True)
+class KVShape:
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    # One entry per layer: None for full attention, else the window in tokens.
+    sliding_windows: tuple[int | None, ...]
+
+    def per_layer_bytes_per_token(self, dtype_bytes: int) -> int:
+        """K+V bytes one token adds to one uncapped layer."""
+        return 2 * self.n_kv_heads * self.head_dim * dtype_bytes
+
+    def bytes_per_token(self, dtype_bytes: int = 2) -> int:
+        """The textbook figure: every layer keeps every token."""
+        return self.n_layers * self.per_layer_bytes_per_token(dtype_bytes)
+
+    def cached_tokens_per_layer(self, seq_len: int) -> list[int]:
+        """How many tokens each layer's cache really holds after a prefill of seq_len tokens."""
+        out = []
+        for window in self.sliding_windows:
+            if window is None or seq_len < window:
+                out.append(seq_len)
+            else:
+                out.append(window - 1)
+        return out
+
+    def cache_bytes(self, seq_len: int, batch_size: int = 1, dtype_bytes: int = 2) -> int:
+        """Bytes the whole cache holds after a prefill, sliding-window caps applied."""
+        per_tok = self.per_layer_bytes_per_token(dtype_bytes)
+        return batch_size * per_tok * sum(self.cached_tokens_per_layer(seq_len))
+
+    @property
+    def has_sliding_window(self) -> bool:
+        return any(w is not None for w in self.sliding_windows)
+
+
+def _first(config, *names, default=None):
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def kv_shape(config) -> KVShape:
+    """Read the cache geometry from a transformers config (any architecture this project loads)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    n_layers = int(_first(text, "num_hidden_layers", "n_layer", "num_layers"))
+    n_heads = int(_first(text, "num_attention_heads", "n_head"))
+    n_kv_heads = int(_first(text, "num_key_value_heads", "n_kv_heads", default=n_heads))
+    hidden = int(_first(text, "hidden_size", "n_embd", "d_model"))
+    head_dim = _first(text, "head_dim", default=None)
+    head_dim = int(head_dim) if head_dim else hidden // n_heads
+
+    window = _first(text, "sliding_window", default=None)
+    # Qwen2 configs carry a sliding_window but switch it off with use_sliding_window=False.
+    if getattr(text, "use_sliding_window", True) is False:
+        window = None
+    layer_types = getattr(text, "layer_types", None)
+    if layer_types and window:
+        windows = tuple(window if t == "sliding_attention" else None for t in layer_types)
+    elif layer_types:
+        windows = (None,) * n_layers
+    else:
+        windows = (int(window) if window else None,) * n_layers
+    return KVShape(n_layers, n_heads, n_kv_heads, head_dim, windows[:n_layers])
+
+
+def formula_bytes_per_token(config, dtype_bytes: int = 2) -> int:
+    return kv_shape(config).bytes_per_token(dtype_bytes)
