@@ -104,6 +104,8 @@ def load_config(name: str):
         return builtin_config(name), True, "builtin"
     if is_local_path(name):
         path = Path(name)
+        if not path.exists():
+            raise ModelError(f"{name}: no such folder (and not a built-in model: {', '.join(BUILTIN)})")
         if not (path / "config.json").is_file():
             raise ModelError(f"{name}: not a Hugging Face checkpoint folder (no config.json in it)")
         from transformers import AutoConfig
@@ -134,15 +136,15 @@ def load_model(name: str, device, dtype) -> LoadedModel:
             torch.set_default_dtype(prev)
         model.to(dtype=dtype)
     else:
+        path = source.split(":", 1)[1]
         try:
-            model = AutoModelForCausalLM.from_pretrained(
-                source.split(":", 1)[1], local_files_only=True, dtype=dtype, device_map={"": str(device)})
-        except TypeError:  # transformers 4.x spells it torch_dtype
-            model = AutoModelForCausalLM.from_pretrained(
-                source.split(":", 1)[1], local_files_only=True, torch_dtype=dtype,
-                device_map={"": str(device)})
-        except Exception as exc:  # noqa: BLE001
-            raise ModelError(f"{name}: cannot load weights: {exc}") from None
+            try:
+                model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+            except TypeError:  # transformers 4.x spells it torch_dtype
+                model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, torch_dtype=dtype)
+        except Exception as exc:  # noqa: BLE001 - a broken checkpoint is the user's to fix, not a traceback
+            raise ModelError(f"{name}: cannot load weights: {str(exc).splitlines()[0]}") from None
+        model.to(device)  # no device_map: that would need accelerate
     model.eval()
     return LoadedModel(name=name, config=config, model=model, weights_random=random_weights, source=source)
 

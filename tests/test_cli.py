@@ -1,0 +1,168 @@
+"""The command line: the whole path run -> DB -> build, and bad input that must exit cleanly."""
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import duckdb
+import pytest
+
+
+def kvreport(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "runner", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.text, self.ids = [], []
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.append(a["id"])
+
+
+def parse(path: Path) -> _Text:
+    p = _Text()
+    p.feed(path.read_text())
+    return p
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    db = tmp / "k.duckdb"
+    r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--iterations", "1,2", "--only",
+                 "kv_memory,kv_memory_v2", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    return tmp, db, r
+
+
+def test_run_records_formula_match_and_skip(quick_run):
+    _, db, r = quick_run
+    assert "measuring on the CPU" in r.stdout
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT bytes_per_token, formula_bytes_per_token, match FROM kv_memory_v2").fetchall()
+    assert rows and all(m for _, _, m in rows)
+    assert all(b == f for b, f, _ in rows)  # tiny-gpt2 at fp32: 2*2*4*16*4 = 1024 B/token
+    assert rows[0][1] == 1024
+    status = dict(con.execute("SELECT experiment, status FROM experiments").fetchall())
+    assert status == {"kv_memory": "skipped", "kv_memory_v2": "ok"}
+    run = con.execute("SELECT status, device_kind, weights_random, torch_version FROM runs").fetchone()
+    assert run[:3] == ("complete", "cpu", True) and run[3]
+
+
+def test_build_renders_memory_page_with_match_table(quick_run):
+    tmp, db, _ = quick_run
+    out = tmp / "site"
+    r = kvreport("build", "--db", str(db), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    memory = parse(out / "memory.html")
+    text = " ".join(memory.text)
+    assert "memory-bytes-per-token" in memory.ids
+    assert "1,024" in text  # bytes/token, measured and formula
+    assert (out / "assets" / "plotly.min.js").exists()
+    assert (out / "data" / "kv_memory_v2.csv").exists() and (out / "data" / "kvreport.duckdb").exists()
+    for page in out.glob("*.html"):
+        html = page.read_text()
+        assert "cdn." not in html and "plotly.min.js" in html
+        assert 'src="assets/plotly.min.js"' in html  # relative, never inlined
+
+
+def test_build_is_byte_identical(quick_run, tmp_path):
+    _, db, _ = quick_run
+    for name in ("a", "b"):
+        assert kvreport("build", "--db", str(db), "--out", str(tmp_path / name)).returncode == 0
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert files_a == files_b
+    for rel in files_a:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+
+
+def test_export_names_files_after_tables(quick_run, tmp_path):
+    _, db, _ = quick_run
+    r = kvreport("export", "--db", str(db), "--out", str(tmp_path), "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    assert {"kv_memory.csv", "kv_memory_v2.csv", "kv_per_layer.csv", "runs.csv"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def test_models_json_lists_builtin_kv_bytes():
+    r = kvreport("models", "--json")
+    assert r.returncode == 0
+    items = {m["name"]: m["kv_bytes_per_token"] for m in json.loads(r.stdout)}
+    assert items["gpt2"] == 36_864 and items["llama-3.1-8b"] == 131_072
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "--model", "gpt5-ultra"], "unknown model 'gpt5-ultra'"),
+    (["run", "--device", "cuda", "--model", "tiny-gpt2"], "no CUDA GPU"),
+    (["run", "--iterations", "1,7"], "--iterations"),
+    (["run", "--dtype", "int3"], "--dtype"),
+    (["run", "--model", "/nonexistent/folder/x"], "no such folder"),
+])
+def test_bad_run_arguments_exit_cleanly(args, needle, tmp_path):
+    r = kvreport(*args, "--db", str(tmp_path / "k.duckdb"))
+    assert r.returncode != 0
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unwritable_db_path(tmp_path):
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--db", str(locked / "k.duckdb"))
+        if r.returncode == 0:  # root ignores directory permissions; use a path under a file instead
+            r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--db", str(tmp_path / "k.duckdb" / "x"))
+    finally:
+        locked.chmod(0o700)
+    (tmp_path / "afile").write_text("x")
+    r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--db", str(tmp_path / "afile" / "k.duckdb"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "afile" in r.stderr
+
+
+def test_build_on_foreign_and_empty_db(tmp_path):
+    foreign = tmp_path / "f.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE t (x INT)")
+    con.close()
+    r = kvreport("build", "--db", str(foreign), "--out", str(tmp_path / "s"))
+    assert r.returncode != 0 and "not a kvreport DB" in r.stderr and "Traceback" not in r.stderr
+
+    from runner.store import Store
+
+    Store(tmp_path / "empty.duckdb").close()
+    r = kvreport("build", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "s"))
+    assert r.returncode != 0 and "holds no runs" in r.stderr
+    assert not (tmp_path / "s").exists()  # nothing half-written
+
+    r = kvreport("build", "--db", str(tmp_path / "missing.duckdb"), "--out", str(tmp_path / "s"))
+    assert r.returncode != 0 and "no such DB file" in r.stderr
+
+
+def test_local_checkpoint_folder_loads_with_real_weights(tmp_path):
+    import torch
+
+    from runner.models import load_model
+
+    lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
+    lm.model.save_pretrained(tmp_path / "ckpt")
+    loaded = load_model(str(tmp_path / "ckpt"), torch.device("cpu"), torch.float32)
+    assert loaded.weights_random is False and loaded.source.startswith("local:")
+    a = dict(lm.model.named_parameters())["transformer.h.0.attn.c_attn.weight"]
+    b = dict(loaded.model.named_parameters())["transformer.h.0.attn.c_attn.weight"]
+    assert torch.equal(a, b)
+
+
+def test_folder_without_config_is_a_clear_error(tmp_path):
+    r = kvreport("run", "--model", str(tmp_path), "--db", str(tmp_path / "k.duckdb"))
+    assert r.returncode != 0 and "no config.json" in r.stderr
