@@ -2,6 +2,9 @@
 
 Queries take only bound parameters ($run_id and friends), never string formatting, because the values
 (model names, session ids, paths) may come from untrusted logs.
+
+Some pages union every query whose name starts with a prefix (claim_*, headline_*, compare_*), so a new
+topic is a new .sql file and nothing else; `union` checks each one returns the agreed columns.
 """
 from __future__ import annotations
 
@@ -28,14 +31,24 @@ def all_query_names() -> list[str]:
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".sql"))
 
 
+def names_with_prefix(prefix: str) -> list[str]:
+    return [n for n in all_query_names() if n.startswith(prefix)]
+
+
 class Queries:
     """Runs named queries against one open DuckDB connection and keeps what each returned."""
 
     def __init__(self, con):
         self.con = con
         self.ran: dict[str, int] = {}
+        self._cache: dict[tuple, list[dict]] = {}
+        self._columns: dict[str, list[str]] = {}
 
     def __call__(self, name: str, **params) -> list[dict]:
+        # Pages share queries (runs, the claim union): run each (name, params) once per build.
+        key = (name, tuple(sorted(params.items())))
+        if key in self._cache:
+            return [dict(r) for r in self._cache[key]]
         try:
             cur = self.con.execute(sql_text(name), params or None)
             cols = [d[0] for d in cur.description]
@@ -45,8 +58,34 @@ class Queries:
         except Exception as exc:  # noqa: BLE001 - any SQL failure stops the build with the query's name
             raise QueryError(f"analysis/queries/{name}.sql failed: {str(exc).splitlines()[0]}") from None
         self.ran[name] = len(rows)
-        return rows
+        self._cache[key] = rows
+        self._columns[name] = cols
+        return [dict(r) for r in rows]
 
     def one(self, name: str, **params) -> dict | None:
         rows = self(name, **params)
         return rows[0] if rows else None
+
+    def columns(self, name: str, **params) -> list[str]:
+        """The column names a query returns (even when it returns no rows)."""
+        self(name, **params)
+        return list(self._columns[name])
+
+    def union(self, prefix: str, columns: list[str], exact: bool = False) -> list[dict]:
+        """Rows of every query named `<prefix>*`, each tagged with `query`. Each query must return
+        `columns` (those and no others, in any order, when `exact`); otherwise the build stops naming it."""
+        out = []
+        for name in names_with_prefix(prefix):
+            rows = self(name)
+            got = self.columns(name)
+            extra = [c for c in got if c not in columns]
+            if exact and extra:
+                raise QueryError(f"analysis/queries/{name}.sql: unexpected column(s) {', '.join(extra)} "
+                                 f"(every {prefix}*.sql returns exactly {', '.join(columns)})")
+            missing = [c for c in columns if c not in got]
+            if missing:
+                raise QueryError(f"analysis/queries/{name}.sql: missing column(s) {', '.join(missing)} "
+                                 f"(every {prefix}*.sql returns {', '.join(columns)})")
+            for row in rows:
+                out.append({**row, "query": name})
+        return out

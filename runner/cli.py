@@ -13,9 +13,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 def _register() -> None:
-    from .commands import audit, build, export, models, run
+    from .commands import audit, build, export, findings, models, run
 
-    for mod in (run, build, export, models, audit):
+    for mod in (run, build, export, models, audit, findings):
         mod.register(app)
 
 

@@ -1,4 +1,4 @@
-"""Raw data: the DuckDB file and every table as CSV and Parquet."""
+"""Raw data: the DuckDB file and every table as CSV and Parquet, with row counts and columns."""
 from __future__ import annotations
 
 from analysis.site import PageSpec
@@ -7,8 +7,13 @@ PAGE = PageSpec(slug="data", title="Data", order=90)
 
 
 def context(q, site) -> dict:
-    counts = []
-    for table in site.tables:
-        counts.append({"table": table, "csv": site.csv_files.get(table),
-                       "parquet": f"data/{table}.parquet"})
-    return {"tables": counts}
+    tables = []
+    for t in q("data_tables"):
+        name = t["table_name"]
+        if name not in site.tables:
+            continue
+        # The name comes from the DB's own catalog and is quoted as an identifier; nothing user-typed.
+        n_rows = q.con.execute('SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
+        tables.append({"table": name, "rows": n_rows, "columns": t["columns"], "n_columns": t["column_count"],
+                       "csv": site.csv_files.get(name), "parquet": f"data/{name}.parquet"})
+    return {"tables": tables}

@@ -14,27 +14,40 @@ def _run_label(r) -> str:
     return f"run {r['run_id']} · {r['model']} {r['dtype']}"
 
 
+def latest_per_config(rows: list[dict], site) -> set[int]:
+    """The newest run of each (device, model, dtype) among `rows`: cache sizes are exact, so older runs of
+    one configuration draw the same lines again; the tables below still list every run."""
+    latest: dict[tuple, int] = {}
+    for r in rows:
+        run = site.run(r["run_id"]) or {}
+        key = (run.get("device_name"), run.get("model"), run.get("dtype"))
+        latest[key] = max(latest.get(key, r["run_id"]), r["run_id"])
+    return set(latest.values())
+
+
 def context(q, site) -> dict:
     match = q("memory_formula_match")
     per_layer = q("memory_per_layer")
     allocator = q("memory_allocator_delta")
     summary = q("memory_bytes_per_token")
+    shown_runs = latest_per_config(match, site)
 
     series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    for r in match:
+    for r in (r for r in match if r["run_id"] in shown_runs):
         key = f"{_run_label(r)} · batch {r['batch_size']}"
         series[key][0].append(r["seq_len"])
         series[key][1].append(r["bytes_per_token"])
     formula_lines = sorted({(r["formula_bytes_per_token"], f"formula {r['model']} {r['dtype']}") for r in match})
     bpt_chart = charts.lines(
         "memory-bytes-per-token", dict(series), "KV bytes per token vs sequence length",
-        "Measured KV-cache bytes per token for each run and batch size, across sequence lengths, with the "
-        "formula value drawn as a dashed line. Flat lines on the formula mean the cache grows exactly linearly.",
+        "Measured KV-cache bytes per token for each configuration's latest run and each batch size, across "
+        "sequence lengths, with the formula value drawn as a dashed line. Flat lines on the formula mean the "
+        "cache grows exactly linearly.",
         "sequence length (tokens)", "bytes per token", log_x=True,
         hlines=[(v, label) for v, label in formula_lines])
 
     layer_series: dict[str, tuple[list, list]] = {}
-    for r in per_layer:
+    for r in (r for r in per_layer if r["run_id"] in latest_per_config(per_layer, site)):
         for part in ("k", "v"):
             key = f"run {r['run_id']} {part.upper()}"
             xs, ys = layer_series.setdefault(key, ([], []))

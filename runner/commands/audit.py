@@ -1,8 +1,112 @@
-"""`kvreport audit`: token audits of LLM traffic logs (filled in by the token-audit work)."""
+"""`kvreport audit`: token audits of LLM traffic logs (PCER, SPOR, KV footprint and leakage, bloat)."""
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from ..errors import UserError
+
+
+def _mb(v) -> str:
+    return "–" if v is None else f"{v / 1e6:,.1f} MB"
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path = Path("kvreport.duckdb"),
+            tokenizer: str | None = None, idle_timeout: float = 300.0, strict: bool = False,
+            spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = "2GB",
+            echo=typer.echo) -> dict:
+    """The whole audit; returns the audits row. Separate from the typer function so tests and the
+    benchmark can call it in-process."""
+    from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
+    from ..audit.ingest import FORMATS, detect
+    from ..audit.pricing import kv_pricing, memory_from_db
+    from ..audit.tokenizer import load_tokenizer
+    from ..store import Store
+
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    if idle_timeout <= 0:
+        raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
+    if not paths:
+        raise UserError("give at least one log file")
+    tok = load_tokenizer(tokenizer) if tokenizer else None
+    opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
+                        memory_limit=memory_limit)
+    import duckdb
+
+    # Check every file (exists, readable, a format we know) before the DB is even opened.
+    probe = duckdb.connect()
+    try:
+        for p in paths:
+            detect(probe, Path(p), fmt)
+    finally:
+        probe.close()
+    created = not Path(db).exists()
+    try:
+        with Store(db) as store:
+            con = store.con
+            pricing = kv_pricing(model, con)
+            memory = memory_from_db(con, model)
+            audit_id = next_audit_id(con)
+            try:
+                result = run_audit(con, paths, opts, audit_id=audit_id, run_id=None, model=model,
+                                   pricing=pricing, memory=memory, tokenizer=tok, strict=strict)
+                persist(con, result)
+            finally:
+                cleanup(con)
+    except BaseException:
+        if created:  # a failed audit leaves no trace, not even an empty DB file
+            for leftover in (Path(db), Path(str(db) + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    s = result.summary
+    echo(f"{audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} file(s) "
+         f"({s['format']}) -> {db}")
+    echo(f"  KV pricing: {s['kv_bytes_detail']}")
+    echo(f"  PCER (cached / total input, token-weighted): {_pct(s['overall_pcer'])}")
+    spor = _pct(s["overall_spor"])
+    echo(f"  SPOR (system / total input): {spor}" + (f" ({s['spor_reason']})" if s["spor_reason"] else ""))
+    leak = _pct(s["leakage_index"])
+    echo(f"  KV leakage index (idle > {idle_timeout:g}s share of KV byte-seconds): {leak}"
+         + (f" ({s['leakage_reason']})" if s["leakage_reason"] else ""))
+    echo(f"  guardrails: {s['n_spor_warnings']} session(s) with SPOR > {spor_max:g}, "
+         f"{s['n_kv_warnings']} with KV > {kv_max_mb:g} MB")
+    if s["n_rejects"]:
+        echo(f"  rejected: {s['n_rejects']:,} record(s) (all in token_rejects), e.g.:")
+        for r in result.rejects[:5]:
+            echo(f"    {r['source']}:{r['line']}: {r['reason']}")
+    else:
+        echo("  rejected: 0 records")
+    return s
+
+
+def audit(
+    paths: Annotated[list[Path], typer.Argument(help="Log files: sessions (CSV/JSONL/Parquet), OpenAI or Anthropic "
+                                                     "JSONL envelopes, OpenTelemetry OTLP/JSON exports.")],
+    format: Annotated[str, typer.Option("--format", help="auto, sessions, openai, anthropic or otel.")] = "auto",
+    model: Annotated[str, typer.Option(help="Model whose KV bytes/token price the tokens (measured in the DB if "
+                                            "there, else the formula at 16-bit).")] = "gpt2",
+    db: Annotated[Path, typer.Option(help="DuckDB file to store the audit in.")] = Path("kvreport.duckdb"),
+    tokenizer: Annotated[str | None, typer.Option(help="Local tokenizer.json (or folder) to count tokens in logged "
+                                                       "message content. Never downloads.")] = None,
+    idle_timeout: Annotated[float, typer.Option(help="Seconds after its last activity a session counts as idle "
+                                                     "(leaked KV).")] = 300.0,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail (store nothing) if any record is rejected.")] = False,
+    spor_max: Annotated[float, typer.Option(help="Guardrail: warn when a session's SPOR exceeds this.")] = 0.85,
+    kv_max_mb: Annotated[float, typer.Option(help="Guardrail: warn when a session's KV footprint exceeds this "
+                                                  "many MB (10^6 bytes).")] = 15.0,
+    memory_limit: Annotated[str, typer.Option(help="DuckDB memory limit while auditing (it spills to disk "
+                                                   "beyond it).")] = "2GB",
+):
+    """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
+    execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit)
+
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("audit")(audit)

@@ -18,7 +18,7 @@ ORDER = 10
 TABLES = {
     "kv_memory_v2": """seq_len INTEGER, batch_size INTEGER, kv_bytes BIGINT, bytes_per_token DOUBLE,
         formula_bytes_per_token BIGINT, expected_kv_bytes BIGINT, cached_tokens INTEGER,
-        n_layers INTEGER, match BOOLEAN""",
+        n_layers INTEGER, n_heads INTEGER, n_kv_heads INTEGER, head_dim INTEGER, match BOOLEAN""",
     "kv_per_layer": """layer INTEGER, seq_len INTEGER, batch_size INTEGER, k_bytes BIGINT, v_bytes BIGINT,
         cached_tokens INTEGER, k_shape VARCHAR""",
 }
@@ -48,6 +48,9 @@ def measure(ctx: RunContext, seq_len: int, batch: int) -> tuple[dict, list[dict]
         "expected_kv_bytes": expected,
         "cached_tokens": int(layers[0][0].shape[-2]),
         "n_layers": len(layers),
+        "n_heads": shape.n_heads,
+        "n_kv_heads": shape.n_kv_heads,
+        "head_dim": shape.head_dim,
         "match": kv_bytes == expected,
     }
     layer_rows = [{

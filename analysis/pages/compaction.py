@@ -1,0 +1,48 @@
+"""Compaction: GB/s of gathering live requests' KV caches into contiguous memory, naive (one copy per
+layer and tensor) vs batched (one gather), across workload sizes, against the copy roof and the peak."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from analysis.charts import MUTED, REFERENCE_LINE, make_chart
+from analysis.pages.decode import skip_notes
+from analysis.site import PageSpec
+
+PAGE = PageSpec(slug="compaction", title="Compaction", order=40)
+EXPERIMENT = "kv_compact_v2"
+MAX_CHARTS = 4
+
+
+def gbs_chart(run_id: int, rows: list[dict], label: str):
+    fig = go.Figure()
+    for method in ("naive", "batched"):
+        rs = [r for r in rows if r["method"] == method]
+        fig.add_trace(go.Scatter(
+            x=[r["bytes_moved"] / 1e6 for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
+            error_y=dict(type="data", symmetric=False, array=[r["gbs_high"] - r["gbs"] for r in rs],
+                         arrayminus=[r["gbs"] - r["gbs_low"] for r in rs], thickness=1.2)))
+    ceilings = [(rows[0]["roof_gbs"], "measured copy roof")]
+    if rows[0]["peak_gbs"]:
+        ceilings.append((rows[0]["peak_gbs"], "theoretical peak"))
+    for value, name in ceilings:
+        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+                      annotation_text=f"{name} {value:,.0f} GB/s", annotation_position="top left",
+                      annotation_font_color=MUTED)
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(rangemode="tozero")
+    return make_chart(
+        f"compaction-gbs-run{run_id}", fig, f"Compaction bandwidth vs workload size · {label}",
+        "GB/s (bytes read + written over the median time) of the naive and batched gathers for each workload "
+        "size, with p25-p75 error bars, against the measured copy roof and (on a GPU) the theoretical peak, "
+        "drawn as dashed lines. The x axis is logarithmic.",
+        "bytes moved (MB, read + written)", "GB/s")
+
+
+def context(q, site) -> dict:
+    rows = q("compact_by_size")
+    run_ids = sorted({r["run_id"] for r in rows}, reverse=True)
+    charts = [gbs_chart(rid, [r for r in rows if r["run_id"] == rid], site.run_label(rid))
+              for rid in run_ids[:MAX_CHARTS]]
+    return {"rows": rows, "ratios": q("compact_ratios"), "regimes": q("compact_regimes"),
+            "ceilings": q("ceilings_by_run"), "charts": charts, "older_runs": len(run_ids) - len(charts),
+            "skips": skip_notes(q, EXPERIMENT), "ceiling_skips": skip_notes(q, "device_ceilings")}

@@ -1,0 +1,123 @@
+"""Comparison across runs: the summary metrics of every run side by side (normalised where that makes
+sense: bytes per token, % of the copy roof, % of peak), charts of the normalised ones, and, for runs of
+the same device, model and dtype, every metric that changed by more than THRESHOLD from the previous such
+run, called a regression or an improvement (or noise, when the timed spreads overlap).
+
+Metrics come from every analysis/queries/compare_*.sql (columns COMPARE_COLUMNS), so a new experiment
+joins the comparison by adding one query."""
+from __future__ import annotations
+
+from analysis import charts
+from analysis.site import BuildError, PageSpec
+
+PAGE = PageSpec(slug="compare", title="Compare", order=85)
+
+COMPARE_COLUMNS = ["topic", "metric", "run_id", "value", "unit", "better", "p25", "p75", "summary", "page"]
+THRESHOLD = 0.10  # a change smaller than 10% between two runs of one configuration is not called out
+NORMALISED_UNITS = ["B/token", "% of roof", "% of peak"]
+
+
+def _config(run: dict) -> tuple:
+    return (run.get("device_name") or "", run.get("model") or "", run.get("dtype") or "")
+
+
+def classify(base: dict, new: dict, threshold: float = THRESHOLD) -> tuple[float | None, str]:
+    """(relative change, verdict) of one metric between a baseline run and a later run."""
+    if base["value"] is None or new["value"] is None or base["value"] == 0:
+        return None, "not comparable"
+    change = (new["value"] - base["value"]) / abs(base["value"])
+    if abs(change) < threshold:
+        return change, "unchanged"
+    spreads = [base["p25"], base["p75"], new["p25"], new["p75"]]
+    if all(s is not None for s in spreads) and max(base["p25"], new["p25"]) <= min(base["p75"], new["p75"]):
+        return change, "within noise"  # the medians moved but the interquartile ranges still overlap
+    if new["better"] not in ("lower", "higher"):
+        return change, "changed"
+    got_better = change < 0 if new["better"] == "lower" else change > 0
+    return change, "improvement" if got_better else "regression"
+
+
+def changes(metrics: list[dict], runs: list[dict], threshold: float = THRESHOLD) -> tuple[list[dict], int]:
+    """Each run against the previous run of its configuration, metric by metric."""
+    by_run: dict[int, dict[tuple, dict]] = {}
+    for m in metrics:
+        by_run.setdefault(m["run_id"], {})[(m["topic"], m["metric"], m["unit"])] = m
+    out, n_compared = [], 0
+    previous: dict[tuple, int] = {}
+    for run in sorted(runs, key=lambda r: r["run_id"]):
+        key = _config(run)
+        mine = by_run.get(run["run_id"], {})
+        base_id = previous.get(key)
+        if mine:
+            previous[key] = run["run_id"]
+        if base_id is None:
+            continue
+        base = by_run[base_id]
+        for mkey in sorted(mine):
+            if mkey not in base:
+                continue
+            n_compared += 1
+            change, verdict = classify(base[mkey], mine[mkey], threshold)
+            if verdict in ("unchanged", "not comparable"):
+                continue
+            new = mine[mkey]
+            out.append({"topic": mkey[0], "metric": mkey[1], "unit": mkey[2], "base_run": base_id,
+                        "run_id": run["run_id"], "base_value": base[mkey]["value"], "value": new["value"],
+                        "change": change, "verdict": verdict, "page": new["page"]})
+    return out, n_compared
+
+
+def context(q, site) -> dict:
+    metrics = q.union("compare_", COMPARE_COLUMNS)
+    for m in metrics:
+        if m["run_id"] not in site.run_ids:
+            raise BuildError(f"analysis/queries/{m['query']}.sql: run_id {m['run_id']} is not in the runs table")
+        if m["better"] not in (None, "lower", "higher"):
+            raise BuildError(f"analysis/queries/{m['query']}.sql: better must be 'lower', 'higher' or NULL, "
+                             f"not {m['better']!r}")
+        if m["page"] and not site.has_page(m["page"].split("#")[0].removesuffix(".html")):
+            m["page"] = None  # the experiment's page is not built (yet): show the number without a link
+    run_ids = sorted({m["run_id"] for m in metrics})
+    runs = [r for r in site.runs if r["run_id"] in run_ids]
+
+    # Side by side: one row per summary metric, one column per run.
+    table: dict[tuple, dict] = {}
+    for m in metrics:
+        if not m["summary"]:
+            continue
+        row = table.setdefault((m["topic"], m["metric"], m["unit"]), {
+            "topic": m["topic"], "metric": m["metric"], "unit": m["unit"], "page": m["page"], "values": {}})
+        row["values"][m["run_id"]] = m["value"]
+    side = [table[k] for k in sorted(table)]
+    side_csv = site.shown_csv("compare-side-by-side", [
+        {"topic": r["topic"], "metric": r["metric"], "unit": r["unit"],
+         **{f"run_{i}": r["values"].get(i) for i in run_ids}} for r in side],
+        ["topic", "metric", "unit"] + [f"run_{i}" for i in run_ids])
+
+    # The normalised summaries as charts, one per unit, runs on the x axis.
+    chart_list = []
+    for unit in NORMALISED_UNITS:
+        rows = [m for m in metrics if m["summary"] and m["unit"] == unit]
+        if not rows:
+            continue
+        series: dict[str, tuple[list, list]] = {}
+        for m in sorted(rows, key=lambda m: (m["metric"], m["run_id"])):
+            xs, ys = series.setdefault(m["metric"], ([], []))
+            xs.append(f"run {m['run_id']}")
+            ys.append(m["value"])
+        slug = {"B/token": "bytes-per-token", "% of roof": "pct-of-roof", "% of peak": "pct-of-peak"}[unit]
+        chart_list.append(charts.bars(
+            f"compare-{slug}", series, f"{unit} by run",
+            f"Each run's summary metrics measured in {unit}, one group of bars per run, so runs on different "
+            "devices, models and dtypes can be compared on a common scale.", "run", unit))
+
+    found, n_compared = changes(metrics, site.runs)
+    configs: dict[tuple, list[int]] = {}
+    for r in site.runs:
+        configs.setdefault(_config(r), []).append(r["run_id"])
+    repeated = {k: v for k, v in configs.items() if len(v) > 1}
+    return {"metrics": metrics, "runs": runs, "run_ids": run_ids, "side": side, "side_csv": side_csv,
+            "charts": chart_list, "changes": found, "n_compared": n_compared, "threshold": THRESHOLD,
+            "repeated": [{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
+                         for k, v in sorted(repeated.items())],
+            "labels": {i: site.run_label(i) for i in site.run_ids}}

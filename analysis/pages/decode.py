@@ -1,0 +1,49 @@
+"""Decode: the cost of one decode step across prefix lengths and batch sizes, against the bandwidth floor
+(bytes the step must read / measured copy roof), and what bounds it."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from analysis.charts import REFERENCE_LINE, MUTED, make_chart
+from analysis.site import PageSpec
+
+PAGE = PageSpec(slug="decode", title="Decode", order=20)
+EXPERIMENT = "kv_decode_cost_v2"
+MAX_CHARTS = 4  # newest runs get a chart; every run is in the tables
+
+
+def step_chart(run_id: int, rows: list[dict], label: str):
+    fig = go.Figure()
+    for batch in sorted({r["batch_size"] for r in rows}):
+        rs = [r for r in rows if r["batch_size"] == batch]
+        fig.add_trace(go.Scatter(
+            x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"batch {batch}",
+            mode="lines+markers",
+            error_y=dict(type="data", symmetric=False, array=[r["p75_ms"] - r["step_ms"] for r in rs],
+                         arrayminus=[r["step_ms"] - r["p25_ms"] for r in rs], thickness=1.2)))
+    floor = rows[0]["weights_floor_ms"]
+    fig.add_hline(y=floor, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+                  annotation_text=f"weights / copy roof = {floor:.3g} ms", annotation_position="top left",
+                  annotation_font_color=MUTED)
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(rangemode="tozero")
+    return make_chart(
+        f"decode-step-run{run_id}", fig, f"One decode step vs prefix length · {label}",
+        "Median time of one decode step (one new token per sequence) for each prefix length, one line per "
+        "batch size, with p25-p75 error bars. The dashed line is the time needed just to read the weights "
+        "once at the measured copy roof: a bandwidth-bound step would sit close to it.",
+        "prefix length (tokens)", "step time (ms)")
+
+
+def skip_notes(q, experiment: str) -> list[dict]:
+    return [s for s in q("ceilings_experiment_status", experiment=experiment) if s["status"] != "ok"]
+
+
+def context(q, site) -> dict:
+    steps = q("decode_steps")
+    variation = q("decode_variation")
+    run_ids = sorted({r["run_id"] for r in steps}, reverse=True)
+    charts = [step_chart(rid, [r for r in steps if r["run_id"] == rid], site.run_label(rid))
+              for rid in run_ids[:MAX_CHARTS]]
+    return {"steps": steps, "variation": variation, "charts": charts, "skips": skip_notes(q, EXPERIMENT),
+            "older_runs": len(run_ids) - len(charts)}

@@ -1,0 +1,36 @@
+"""Fragmentation: what the CUDA caching allocator keeps reserved after requests are evicted, default
+allocator vs expandable segments."""
+from __future__ import annotations
+
+from analysis import charts
+from analysis.pages.decode import skip_notes
+from analysis.site import PageSpec
+
+PAGE = PageSpec(slug="fragmentation", title="Fragmentation", order=30)
+EXPERIMENT = "kv_frag_v2"
+MAX_CHARTS = 4
+PHASES = ["admitted", "after_evict", "after_empty_cache"]
+
+
+def memory_chart(run_id: int, rows: list[dict], label: str):
+    series = {}
+    for allocator in sorted({r["allocator"] for r in rows}):
+        by_phase = {r["phase"]: r for r in rows if r["allocator"] == allocator}
+        phases = [p for p in PHASES if p in by_phase]
+        for col, what in (("allocated_bytes", "allocated"), ("reserved_bytes", "reserved")):
+            series[f"{allocator} · {what}"] = (phases, [by_phase[p][col] / 1e6 for p in phases])
+    return charts.bars(
+        f"fragmentation-memory-run{run_id}", series, f"Allocator memory before and after eviction · {label}",
+        "Bytes allocated (held by live tensors) and reserved (held by the allocator) after admitting the "
+        "requests, after evicting a random subset, and after empty_cache(), for the default allocator and "
+        "expandable segments. The gap between a reserved bar and its allocated bar is memory kept but unused.",
+        "phase", "MB")
+
+
+def context(q, site) -> dict:
+    phases = q("frag_phases")
+    run_ids = sorted({r["run_id"] for r in phases}, reverse=True)
+    chart_list = [memory_chart(rid, [r for r in phases if r["run_id"] == rid], site.run_label(rid))
+                  for rid in run_ids[:MAX_CHARTS]]
+    return {"phases": phases, "retention": q("frag_retention"), "charts": chart_list,
+            "older_runs": len(run_ids) - len(chart_list), "skips": skip_notes(q, EXPERIMENT)}

@@ -1,0 +1,62 @@
+"""Interference: compaction alone, a decode loop alone, and both at once, with spreads; the sanity bound
+(both may not beat the longer part alone, nor its bytes over the copy roof) and the seed's claim."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from analysis.charts import MUTED, PALETTE, REFERENCE_LINE, make_chart
+from analysis.site import PageSpec
+
+PAGE = PageSpec(slug="interference", title="Interference", order=55)
+EXPERIMENT = "kv_interference_v3"
+MAX_CHARTS = 4
+MODES = ("compact", "decode", "both")
+
+
+def timings_chart(run_id: int, rows: list[dict], summary: dict | None, label: str):
+    """The three median times with p25-p75 bars; dashed: the longer part alone and, when a roof was
+    measured, the bytes of both over it (the two lower bounds on `both`)."""
+    by_mode = {r["mode"]: r for r in rows}
+    fig = go.Figure()
+    for i, mode in enumerate(m for m in MODES if m in by_mode):
+        r = by_mode[mode]
+        fig.add_trace(go.Bar(
+            x=[mode], y=[r["time_ms"]], name=mode, marker_color=PALETTE[i],
+            error_y=dict(type="data", symmetric=False, array=[r["p75_ms"] - r["time_ms"]],
+                         arrayminus=[r["time_ms"] - r["p25_ms"]], thickness=1.2)))
+    lines = []
+    if summary:
+        lines.append((summary["longer_alone_ms"], f"longer part alone {summary['longer_alone_ms']:.3g} ms"))
+        if summary["both_roof_floor_ms"]:
+            lines.append((summary["both_roof_floor_ms"],
+                          f"bytes of both / bandwidth ceiling {summary['both_roof_floor_ms']:.3g} ms"))
+    for value, text in lines:
+        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+                      annotation_text=text, annotation_position="top left", annotation_font_color=MUTED)
+    fig.update_layout(showlegend=False, bargap=0.45)
+    fig.update_yaxes(rangemode="tozero")
+    conc = rows[0]["concurrency"]
+    return make_chart(
+        f"interference-times-run{run_id}", fig, f"Compaction, decode and both at once · {label}",
+        f"Median time of compaction alone, the decode loop alone, and both together ({conc.replace('_', ' ')}), "
+        "with p25-p75 error bars. Dashed lines: the two lower bounds on 'both' (the longer part alone; the bytes "
+        "of both over the bandwidth ceiling, i.e. the measured copy roof or a part's own GB/s where that beat "
+        "it). A 'both' bar below them would be a timing error.",
+        "mode", "time (ms)")
+
+
+def context(q, site) -> dict:
+    rows = q("interference_modes")
+    summary = q("interference_summary")
+    by_run = {s["run_id"]: s for s in summary}
+    run_ids = sorted(by_run, reverse=True)
+    charts = [timings_chart(rid, [r for r in rows if r["run_id"] == rid], by_run.get(rid), site.run_label(rid))
+              for rid in run_ids[:MAX_CHARTS]]
+    statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
+    return {
+        "rows": rows, "summary": summary, "charts": charts, "older_runs": len(run_ids) - len(charts),
+        "skips": [s for s in statuses if s["status"] != "ok"],
+        "cpu_runs": sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
+        "violations": [s for s in summary if s["bound_violated"]],
+        "claims": q("claim_interference"),
+    }

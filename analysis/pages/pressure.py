@@ -1,0 +1,63 @@
+"""Pressure: how many concurrent requests fit, admitted one real prefill at a time, against the memory
+ceiling; the theoretical maximum and the serving-engine capacity line; the seed's claims."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from analysis.charts import MUTED, REFERENCE_LINE, make_chart
+from analysis.site import PageSpec
+
+PAGE = PageSpec(slug="pressure", title="Pressure", order=50)
+EXPERIMENT = "kv_pressure_v3"
+MAX_CHARTS = 3  # newest runs get a chart; every run is in the tables
+MIB = 2 ** 20
+
+
+def requests_chart(run_id: int, rows: list[dict], caps: list[dict], label: str):
+    """KV bytes (and on a GPU the allocator's growth) per admitted request, one line per sequence length,
+    with the memory ceiling and the weights drawn as dashed lines."""
+    fig = go.Figure()
+    cuda = any(r["memory_source"] == "cuda_allocator" for r in rows)
+    for seq in sorted({r["seq_len"] for r in rows}):
+        rs = [r for r in rows if r["seq_len"] == seq]
+        fig.add_trace(go.Scatter(x=[r["n_requests"] for r in rs], y=[r["kv_bytes"] / MIB for r in rs],
+                                 name=f"KV, {seq} tokens", mode="lines+markers"))
+        if cuda:
+            fig.add_trace(go.Scatter(x=[r["n_requests"] for r in rs], y=[r["allocated_delta_bytes"] / MIB for r in rs],
+                                     name=f"allocated Δ, {seq} tokens", mode="lines", line=dict(dash="dot")))
+    ceiling = min(c["ceiling_bytes"] for c in caps) / MIB
+    weights = caps[0]["weight_bytes"] / MIB
+    top = max([r["kv_bytes"] / MIB for r in rows] + [weights])
+    log_y = ceiling > 20 * top  # a far-away ceiling would flatten every line at the bottom
+    for value, name in ((ceiling, "memory ceiling"), (weights, "model weights")):
+        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+                      annotation_text=f"{name} {value:,.0f} MiB", annotation_position="top left",
+                      annotation_font_color=MUTED)
+    fig.update_yaxes(type="log" if log_y else "linear", **({} if log_y else {"rangemode": "tozero"}))
+    return make_chart(
+        f"pressure-requests-run{run_id}", fig, f"Memory held vs requests admitted · {label}",
+        "KV-cache bytes of all live requests after each admission, one line per sequence length"
+        + (" (dotted: the CUDA allocator's growth over the same requests)" if cuda else "")
+        + ", with the memory ceiling the run stops below and the model's weights as dashed lines"
+        + (" (logarithmic y axis: the ceiling is far above what the request cap admits)." if log_y else "."),
+        "requests admitted", "MiB")
+
+
+def context(q, site) -> dict:
+    rows = q("pressure_requests")
+    caps = q("pressure_capacity")
+    run_ids = sorted({r["run_id"] for r in caps}, reverse=True)
+    charts = []
+    for rid in run_ids[:MAX_CHARTS]:
+        rs = [r for r in rows if r["run_id"] == rid]
+        cs = [c for c in caps if c["run_id"] == rid]
+        if rs:
+            charts.append(requests_chart(rid, rs, cs, site.run_label(rid)))
+    statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
+    return {
+        "caps": caps, "charts": charts, "older_runs": len(run_ids) - len(charts),
+        "skips": [s for s in statuses if s["status"] != "ok"],
+        "cpu_runs": sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),
+        "oom_runs": [c for c in caps if c["stop_reason"] == "oom"],
+        "claims": q("claim_pressure"),
+    }

@@ -1,0 +1,68 @@
+-- Claims ledger, compaction: the seed's GB/s for small and large workloads and its best case as a share of
+-- the RTX 2070's peak. Bandwidths are properties of the device, so on other hardware the numbers "differ by
+-- hardware"; the shares of peak / roof test whether 14.9% was a limit of compaction or of the seed's kernel.
+-- The seed's size split is read as live KV bytes gathered (kv_bytes; bytes_moved counts them twice).
+WITH c AS (SELECT k.*, r.device_name FROM kv_compact_v2 k JOIN runs r USING (run_id)),
+g AS (
+  SELECT run_id, any_value(device_name) AS device_name,
+         any_value(device_name) ILIKE '%RTX 2070%' AS same_gpu,
+         median(gbs) FILTER (WHERE method = 'naive' AND kv_bytes < 5e6) AS naive_small,
+         median(gbs) FILTER (WHERE method = 'batched' AND kv_bytes < 5e6) AS batched_small,
+         median(pct_of_roof) FILTER (WHERE method = 'naive' AND kv_bytes < 5e6) AS naive_small_roof,
+         median(gbs) FILTER (WHERE method = 'naive' AND kv_bytes > 10e6) AS naive_large,
+         median(gbs) FILTER (WHERE method = 'batched' AND kv_bytes > 10e6) AS batched_large,
+         median(pct_of_roof) FILTER (WHERE method = 'naive' AND kv_bytes > 10e6) AS naive_large_roof,
+         max(gbs) FILTER (WHERE method = 'naive') AS naive_best,
+         max(gbs) FILTER (WHERE method = 'batched') AS batched_best,
+         max(pct_of_peak) FILTER (WHERE method = 'naive') AS naive_best_peak,
+         max(pct_of_peak) FILTER (WHERE method = 'batched') AS batched_best_peak,
+         max(pct_of_roof) FILTER (WHERE method = 'batched') AS batched_best_roof,
+         any_value(peak_gbs) AS peak_gbs
+  FROM c GROUP BY run_id
+),
+claims AS (
+  SELECT 'compact_small_5mb' AS claim_id, run_id,
+         printf('naive %.1f GB/s (%.0f%% of roof), batched %.1f GB/s, under 5 MB on %s',
+                naive_small, 100 * naive_small_roof, batched_small, device_name) AS measured_value,
+         CASE WHEN NOT same_gpu THEN 'differs by hardware'
+              WHEN abs(naive_small / 19.2 - 1) <= 0.25 THEN 'confirmed' ELSE 'refuted' END AS verdict,
+         CASE WHEN batched_small >= 1.5 * naive_small
+              THEN printf('one launch instead of one per layer and tensor is %.1fx faster here: the small regime is launch-bound, as the seed said', batched_small / naive_small)
+              ELSE 'batching the launches gains little at small sizes on this device: not launch-bound here' END AS reasoning
+  FROM g WHERE naive_small IS NOT NULL
+  UNION ALL
+  SELECT 'compact_large_10mb', run_id,
+         printf('naive %.1f GB/s (%.0f%% of roof), batched %.1f GB/s, over 10 MB on %s',
+                naive_large, 100 * naive_large_roof, batched_large, device_name),
+         CASE WHEN NOT same_gpu THEN 'differs by hardware'
+              WHEN abs(naive_large / 52.5 - 1) <= 0.25 THEN 'confirmed' ELSE 'refuted' END,
+         coalesce(printf('GB/s is a property of the device; large workloads run %.1fx the small ones with the naive method here (seed: 2.7x)',
+                         naive_large / naive_small), 'GB/s is a property of the device')
+  FROM g WHERE naive_large IS NOT NULL
+  UNION ALL
+  SELECT 'compact_best_pct_peak', run_id,
+         printf('best batched %.1f GB/s = %s; naive best %.1f GB/s', batched_best,
+                CASE WHEN peak_gbs IS NULL THEN printf('%.0f%% of the measured roof (no theoretical peak on a CPU)', 100 * batched_best_roof)
+                     ELSE printf('%.1f%% of peak, %.0f%% of roof', 100 * batched_best_peak, 100 * batched_best_roof) END,
+                naive_best),
+         CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5 THEN 'refuted' ELSE 'differs by hardware' END,
+         CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5
+              THEN 'a single batched gather reaches over half of this device''s ceiling: 14.9% measured the seed''s kernel, not a limit of compaction'
+              ELSE 'compaction stays well below this device''s ceiling even batched' END
+  FROM g WHERE batched_best IS NOT NULL
+),
+seed AS (
+  SELECT * FROM (VALUES
+    ('compact_small_5mb', 'Small workloads (<5MB): 19.2 GB/s (kernel-launch-bound)', '19.2 GB/s'),
+    ('compact_large_10mb', 'Large workloads (>10MB): 52.5 GB/s (2.7x better)', '52.5 GB/s'),
+    ('compact_best_pct_peak', 'Best case (4x512 tok): 66.9 GB/s (14.9% of RTX 2070 theoretical)', '66.9 GB/s = 14.9% of peak')
+  ) AS s(claim_id, claim, seed_value)
+)
+SELECT s.claim_id, 'profiler seed' AS source, s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+       c.run_id::INTEGER AS run_id, c.measured_value, c.verdict, c.reasoning
+FROM seed s JOIN claims c USING (claim_id)
+UNION ALL
+SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)', NULL::INTEGER, NULL,
+       'not measured', 'no run in this DB has compaction measurements of this size'
+FROM seed s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = s.claim_id)
+ORDER BY claim_id, run_id;

@@ -1,0 +1,123 @@
+-- Claims ledger, memory: the seed profiler's KV-size formula and its GPT-2 figures, checked against the
+-- cache tensors each run measured (kv_memory_v2, kv_per_layer) and the allocator deltas (kv_memory).
+-- Head counts: the cache tensors give KV heads and head dim (k_shape = batch x kv_heads x seq x head_dim);
+-- the attention-head count the seed's formula uses comes from kv_memory_v2.n_heads when that column
+-- exists (read through to_json so this query runs on DBs without it) or the crossover experiment's row
+-- for the run's own model.
+WITH shape AS (
+  SELECT run_id,
+         max(split_part(k_shape, 'x', 2)::INTEGER) AS n_kv_heads,
+         max(split_part(k_shape, 'x', 4)::INTEGER) AS head_dim
+  FROM kv_per_layer GROUP BY run_id
+),
+uncapped AS (  -- the longest prefill no sliding window capped: the plain per-token cost
+  SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC, batch_size DESC) AS rn
+  FROM kv_memory_v2 WHERE cached_tokens = seq_len
+),
+heads_from_memory AS (
+  SELECT run_id, max((to_json(m) ->> 'n_heads')::INTEGER) AS n_heads FROM kv_memory_v2 m GROUP BY run_id
+),
+heads_from_crossover AS (
+  SELECT c.run_id, max(c.n_heads) AS n_heads
+  FROM kv_crossover_v3 c JOIN runs r ON r.run_id = c.run_id AND r.model = c.model
+  WHERE c.source = 'measured' GROUP BY c.run_id
+),
+per_run AS (
+  SELECT u.run_id, r.model, r.dtype, u.bytes_per_token AS measured_bpt, u.formula_bytes_per_token AS formula_bpt,
+         u.n_layers, s.n_kv_heads, s.head_dim,
+         u.formula_bytes_per_token // (2 * u.n_layers * s.n_kv_heads * s.head_dim) AS dtype_bytes,
+         coalesce(hm.n_heads, hc.n_heads) AS n_heads
+  FROM uncapped u
+  JOIN runs r USING (run_id)
+  JOIN shape s USING (run_id)
+  LEFT JOIN heads_from_memory hm USING (run_id)
+  LEFT JOIN heads_from_crossover hc USING (run_id)
+  WHERE u.rn = 1
+),
+spread AS (  -- bytes/token across every sequence length and batch a run measured
+  SELECT run_id, min(bytes_per_token) AS min_bpt, max(bytes_per_token) AS max_bpt, bool_and(match) AS all_match,
+         count(*) AS n_shapes, min(seq_len) AS min_seq, max(seq_len) AS max_seq
+  FROM kv_memory_v2 GROUP BY run_id
+),
+gpt2 AS (
+  SELECT * FROM per_run WHERE model = 'gpt2'
+),
+allocator AS (
+  SELECT run_id, min(bytes_per_token / formula_bytes_per_token) AS min_ratio,
+         max(bytes_per_token / formula_bytes_per_token) AS max_ratio,
+         bool_and(cache_only_delta_bytes = expected_kv_bytes) AS cache_only_exact
+  FROM kv_memory GROUP BY run_id
+),
+claims AS (
+  -- 1. The formula, with the attention-head count where the cache holds KV heads.
+  SELECT 'memory-formula' AS claim_id, 1 AS ord, run_id,
+         format('{:,} B/token measured; seed formula gives {}', measured_bpt::BIGINT,
+                CASE WHEN n_heads IS NULL THEN 'n/a (head count not recorded)'
+                     ELSE format('{:,}', 2 * n_layers * n_heads * head_dim * dtype_bytes) END) AS measured_value,
+         CASE WHEN n_heads IS NULL THEN 'not measured'
+              WHEN measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes THEN 'confirmed'
+              ELSE 'refuted' END AS verdict,
+         CASE WHEN n_heads IS NULL THEN format('{} caches {} KV heads x {} dims x {} layers; its attention-head count is not in this DB, so the n_heads form cannot be checked', model, n_kv_heads, head_dim, n_layers)
+              WHEN n_heads = n_kv_heads AND measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes
+                THEN format('{}: every attention head has its own K/V (n_heads = n_kv_heads = {}), so the formula holds exactly', model, n_heads)
+              WHEN n_heads <> n_kv_heads
+                THEN format('{} uses grouped-query attention: the cache holds {} KV heads, not {} attention heads, so the seed formula over-counts {}x; use n_kv_heads', model, n_kv_heads, n_heads, round(n_heads / n_kv_heads, 2))
+              ELSE format('measured {:,} B/token differs from the formula for {}', measured_bpt::BIGINT, model) END AS reasoning
+  FROM per_run
+  UNION ALL
+  -- 2. The seed's GPT-2 arithmetic, checked exactly (KB there means 1,024 bytes).
+  SELECT 'memory-gpt2-arithmetic', 2, NULL,
+         format('2 x 12 x 12 x 64 x 2 = {:,} B = {} KiB', 2 * 12 * 12 * 64 * 2, (2 * 12 * 12 * 64 * 2) // 1024),
+         CASE WHEN 2 * 12 * 12 * 64 * 2 = 36 * 1024 THEN 'confirmed' ELSE 'refuted' END,
+         'arithmetic, checked exactly: 36,864 bytes is 36 KiB (36.9 kB in SI units); needs no run'
+  UNION ALL
+  -- 3. GPT-2's measured cache at 2-byte elements (runs at other dtypes are scaled by element size).
+  SELECT 'memory-gpt2-measured', 3, run_id,
+         format('{:,} B/token at {}', measured_bpt::BIGINT, dtype),
+         CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024 THEN 'refuted'
+              WHEN dtype_bytes = 2 THEN 'confirmed' ELSE 'expected' END,
+         CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024
+                THEN format('measured {:,} B/token at {} bytes per element, not 36 KiB at 2', measured_bpt::BIGINT, dtype_bytes)
+              WHEN dtype_bytes = 2 THEN 'the cache tensors of GPT-2 at 2 bytes per element hold exactly 36,864 B per token'
+              ELSE format('{} uses {} bytes per element: {:,} B/token is 36 KiB x {}/2, as the formula predicts', dtype, dtype_bytes, measured_bpt::BIGINT, dtype_bytes) END
+  FROM gpt2
+  UNION ALL
+  SELECT 'memory-gpt2-measured', 3, NULL, NULL, 'not measured', 'no run of the gpt2 architecture in this DB'
+  WHERE NOT EXISTS (SELECT 1 FROM gpt2)
+  UNION ALL
+  -- 4. "The same per-token size at ALL sequence lengths": a property of every full-attention model.
+  SELECT 'memory-all-lengths', 4, s.run_id,
+         CASE WHEN s.min_bpt = s.max_bpt THEN format('{:,} B/token at all {} shapes (seq {}-{})', s.min_bpt::BIGINT, s.n_shapes, s.min_seq, s.max_seq)
+              ELSE format('{:,}-{:,} B/token over {} shapes (seq {}-{})', s.min_bpt::BIGINT, s.max_bpt::BIGINT, s.n_shapes, s.min_seq, s.max_seq) END,
+         CASE WHEN NOT s.all_match THEN 'refuted'
+              WHEN s.min_bpt = s.max_bpt THEN 'confirmed' ELSE 'expected' END,
+         CASE WHEN NOT s.all_match THEN 'some shapes do not match the formula (see the memory page)'
+              WHEN s.min_bpt = s.max_bpt THEN format('{}: the cache grows exactly linearly and matches the formula at every shape', r.model)
+              ELSE format('{} has sliding-window layers: they keep a capped window, so bytes/token falls with length, exactly as the capped formula predicts', r.model) END
+  FROM spread s JOIN runs r USING (run_id)
+  UNION ALL
+  -- 5. v1's allocator before/after delta vs v2's direct tensor measurement.
+  SELECT 'memory-v1-vs-v2', 5, run_id,
+         format('allocator delta = {}-{}x the cache right after prefill', round(min_ratio, 2), round(max_ratio, 2)),
+         CASE WHEN max_ratio > 1.0 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN max_ratio > 1.0 THEN 'the before/after delta also counts the live logits (batch x seq x vocab), so only the direct tensor sum is the cache'
+              ELSE 'the allocator delta equals the cache on this run' END
+  FROM allocator
+  UNION ALL
+  SELECT 'memory-v1-vs-v2', 5, NULL, NULL, 'not measured',
+         'needs the CUDA caching allocator (iteration 1); no run in this DB had one'
+  WHERE NOT EXISTS (SELECT 1 FROM allocator)
+),
+text AS (
+  SELECT * FROM (VALUES
+    ('memory-formula', 'KV bytes = 2 x n_layers x n_heads x d_head x dtype_bytes', '2 x n_layers x n_heads x d_head x dtype_bytes'),
+    ('memory-gpt2-arithmetic', 'GPT-2: 2 x 12 x 12 x 64 x 2 = 36 KB per token', '36 KB/token'),
+    ('memory-gpt2-measured', 'GPT-2 measures 36 KB of KV cache per token', '36.000 KB/token'),
+    ('memory-all-lengths', 'Measured bytes/token are the same for ALL sequence lengths (match=YES)', '36.000 KB/token at every length'),
+    ('memory-v1-vs-v2', 'Direct tensor measurement (v2) is more accurate than allocator before/after deltas (v1)', 'v2 "most accurate"')
+  ) AS t(claim_id, claim, seed_value)
+)
+SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, fp16)' AS seed_hardware,
+       c.run_id, c.measured_value, c.verdict, c.reasoning
+FROM claims c JOIN text t USING (claim_id)
+ORDER BY c.ord, c.run_id NULLS FIRST;

@@ -1,0 +1,19 @@
+-- Comparison metrics, compaction: time per (method, bytes moved) for run-to-run changes, and per method
+-- the best bandwidth as GB/s, % of the copy roof and % of the theoretical peak.
+SELECT 'compaction' AS topic, format('compaction {}, {:,} B moved', method, bytes_moved) AS metric, run_id,
+       time_ms AS value, 'ms' AS unit, 'lower' AS better, p25_ms AS p25, p75_ms AS p75, false AS summary,
+       'compaction.html' AS page
+FROM kv_compact_v2
+UNION ALL
+SELECT 'compaction', format('compaction {}, best bandwidth', method), run_id, max(gbs), 'GB/s', 'higher', NULL, NULL,
+       true, 'compaction.html'
+FROM kv_compact_v2 GROUP BY run_id, method
+UNION ALL
+SELECT 'compaction', format('compaction {}, best % of copy roof', method), run_id, 100 * max(pct_of_roof), '% of roof',
+       'higher', NULL, NULL, true, 'compaction.html'
+FROM kv_compact_v2 GROUP BY run_id, method HAVING max(pct_of_roof) IS NOT NULL
+UNION ALL
+SELECT 'compaction', format('compaction {}, best % of peak', method), run_id, 100 * max(pct_of_peak), '% of peak',
+       'higher', NULL, NULL, true, 'compaction.html'
+FROM kv_compact_v2 GROUP BY run_id, method HAVING max(pct_of_peak) IS NOT NULL
+ORDER BY ALL;

@@ -1,0 +1,19 @@
+-- Comparison metrics, decode: the step time per shape (for run-to-run changes) and the best achieved
+-- bandwidth as % of the copy roof and of the theoretical peak (normalised, comparable across devices).
+SELECT 'decode' AS topic, format('decode step, prefix {} x batch {}', prefix_len, batch_size) AS metric, run_id,
+       step_ms AS value, 'ms' AS unit, 'lower' AS better, p25_ms AS p25, p75_ms AS p75, false AS summary,
+       'decode.html' AS page
+FROM kv_decode_cost_v2
+UNION ALL
+SELECT 'decode', 'decode, best achieved bandwidth', run_id, max(achieved_gbs), 'GB/s', 'higher', NULL, NULL, true,
+       'decode.html'
+FROM kv_decode_cost_v2 GROUP BY run_id
+UNION ALL
+SELECT 'decode', 'decode, best % of copy roof', run_id, 100 * max(pct_of_roof), '% of roof', 'higher', NULL, NULL,
+       true, 'decode.html'
+FROM kv_decode_cost_v2 GROUP BY run_id HAVING max(pct_of_roof) IS NOT NULL
+UNION ALL
+SELECT 'decode', 'decode, best % of peak', run_id, 100 * max(pct_of_peak), '% of peak', 'higher', NULL, NULL,
+       true, 'decode.html'
+FROM kv_decode_cost_v2 GROUP BY run_id HAVING max(pct_of_peak) IS NOT NULL
+ORDER BY ALL;

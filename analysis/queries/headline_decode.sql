@@ -1,0 +1,27 @@
+-- Headline: what bounds one decode step at batch 1, per run.
+WITH d AS (SELECT * FROM kv_decode_cost_v2),
+b1 AS (
+  SELECT run_id, arg_min(step_ms, prefix_len) AS step_ms, arg_min(pct_of_roof, prefix_len) AS pct_of_roof,
+         arg_min(weights_floor_ms, prefix_len) AS floor_ms, min(prefix_len) AS prefix_len,
+         (max(step_ms) - min(step_ms)) / min(step_ms) AS variation, min(prefix_len) AS lo, max(prefix_len) AS hi,
+         bool_or(spread_wide) AS noisy
+  FROM d WHERE batch_size = 1 GROUP BY run_id
+),
+scale AS (
+  SELECT b.run_id, max(b.batch_size) AS max_batch,
+         arg_max(b.step_ms, b.batch_size) / any_value(one.step_ms) AS scaling
+  FROM d b JOIN d one ON one.run_id = b.run_id AND one.batch_size = 1 AND one.prefix_len = b.prefix_len
+  WHERE b.prefix_len = (SELECT min(prefix_len) FROM d x WHERE x.run_id = b.run_id AND x.batch_size = 1)
+  GROUP BY b.run_id
+)
+SELECT b1.run_id,
+       printf('%s decode step at batch 1 on %s: %.2f ms, %.1f%% of the copy roof (%.0fx the weights-only floor), %.1f%% variation over prefix %d-%d: %s',
+              r.model, r.device_name, b1.step_ms, 100 * b1.pct_of_roof, b1.step_ms / b1.floor_ms, 100 * b1.variation,
+              b1.lo, b1.hi,
+              CASE WHEN b1.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
+                   WHEN s.max_batch > 1 AND (s.scaling - 1) / (s.max_batch - 1) >= 0.5 THEN 'compute-bound, not bandwidth-bound'
+                   ELSE 'launch/overhead-bound, not bandwidth-bound' END)
+         || CASE WHEN b1.noisy THEN ' (some timings have a wide spread: see the page)' ELSE '' END AS finding,
+       100 * b1.pct_of_roof AS value, '% of copy roof' AS unit, 'decode.html' AS page
+FROM b1 JOIN runs r USING (run_id) LEFT JOIN scale s USING (run_id)
+ORDER BY b1.run_id;

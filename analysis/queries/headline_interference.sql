@@ -1,0 +1,30 @@
+-- Headline: compaction and decode at once against the longer of the two alone, or the flagged violation of
+-- the sanity bound when the timing cannot be right (same derivation as interference_summary.sql).
+WITH p AS (
+  SELECT run_id, any_value(concurrency) AS concurrency,
+         max(time_ms) FILTER (WHERE mode = 'compact') AS compact_ms,
+         max(time_ms) FILTER (WHERE mode = 'decode') AS decode_ms,
+         max(time_ms) FILTER (WHERE mode = 'both') AS both_ms,
+         max(bytes_moved) FILTER (WHERE mode = 'both') AS both_bytes,
+         max(compact_bytes) AS compact_bytes, max(decode_bytes) AS decode_bytes, any_value(decode_steps) AS decode_steps,
+         any_value(roof_gbs) AS roof_gbs, bool_or(bound_violated) AS flagged
+  FROM kv_interference_v3 GROUP BY run_id
+),
+s AS (
+  SELECT p.*, greatest(compact_ms, decode_ms) AS longer_ms,
+         both_ms < 0.95 * greatest(compact_ms, decode_ms)
+           OR coalesce(both_ms < 0.9 * both_bytes / (CASE WHEN roof_gbs IS NOT NULL THEN greatest(roof_gbs,
+                compact_bytes / (compact_ms * 1e6), decode_bytes / (decode_ms * 1e6)) END * 1e6), false)
+           OR coalesce(flagged, false) AS violated
+  FROM p
+)
+SELECT s.run_id,
+       CASE WHEN violated
+            THEN format('Compaction + decode on {} ({}) timed {:.3f} ms, below the sanity bound (longer part alone {:.3f} ms): flagged as a measurement error, not a speed-up.',
+                        r.device_name, concurrency, both_ms, longer_ms)
+            ELSE format('Compaction moving {:.0f} MB beside {} decode steps of {} on {} ({}): {:.3f} ms together vs {:.3f} ms compaction and {:.3f} ms decode alone, {:.2f}x the longer part.',
+                        compact_bytes / 1e6, decode_steps, r.model, r.device_name, concurrency, both_ms, compact_ms,
+                        decode_ms, both_ms / longer_ms) END AS finding,
+       (both_ms / longer_ms)::DOUBLE AS value, 'x the longer part alone' AS unit, 'interference.html' AS page
+FROM s JOIN runs r USING (run_id)
+ORDER BY s.run_id;

@@ -1,0 +1,19 @@
+-- Headline: the serving-engine line at the longest sequence length each run measured, and what stopped it.
+WITH longest AS (
+  SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC) AS rn
+  FROM kv_capacity_v3 WHERE bytes_per_request IS NOT NULL
+)
+SELECT l.run_id,
+       format('{} at {} on {}: KV capacity {:,} tokens, max concurrency {:,.1f} requests of {} tokens, within a {:,.2f} GiB ceiling{}; {} requests admitted before the {}.',
+              r.model, r.dtype, r.device_name, l.capacity_tokens, l.max_concurrency, l.seq_len,
+              l.ceiling_bytes / 2 ^ 30,
+              CASE WHEN r.device_kind = 'cuda' THEN format(' ({:.0f}% of free device memory)', 100 * l.ceiling_fraction)
+                   ELSE ' (a CPU safety limit, not the RAM size)' END,
+              l.max_requests_measured,
+              CASE l.stop_reason WHEN 'cap' THEN 'request cap' WHEN 'time' THEN 'time budget'
+                                 WHEN 'ceiling' THEN 'memory ceiling' WHEN 'oom' THEN 'out-of-memory error'
+                                 ELSE l.stop_reason END) AS finding,
+       l.max_concurrency::DOUBLE AS value, 'requests' AS unit, 'pressure.html' AS page
+FROM longest l JOIN runs r USING (run_id)
+WHERE l.rn = 1
+ORDER BY l.run_id;

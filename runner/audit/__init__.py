@@ -1,0 +1,12 @@
+"""Token audits of LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, prompt bloat.
+
+    ingest.py     which format a file is, and reading it (DuckDB does the per-record work, in SQL)
+    engine.py     one audit: ingest -> normalised calls -> metrics, in temporary tables, then one
+                  transaction copies everything into the DB (so a failed audit writes nothing)
+    pricing.py    KV bytes per token (measured in the DB when there is a measurement, else the formula)
+    tokenizer.py  local Hugging Face tokenizers for --tokenizer (never downloads)
+    demo.py       the built-in demo workload `kvreport run` audits
+    tables.py     the audit tables (created with every other table by runner/store.py)
+    sqlfiles.py   runs the .sql files of sql/ with bound parameters
+    sql/          every query the audit runs (the site's queries are analysis/queries/audit_*.sql)
+"""

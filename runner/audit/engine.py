@@ -1,0 +1,259 @@
+"""One token audit, start to finish, on a DuckDB connection.
+
+Everything is computed in TEMPORARY tables named like the DB's own (temp tables shadow them), with no
+transaction open, so a file that fails half-way costs nothing. Only then does `persist` copy the results
+into the DB in ONE transaction: an audit is stored whole or not at all. The demo audit inside
+`kvreport run` uses the same code on an in-memory connection and hands its rows to the run's store.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from .ingest import Source, describe_sources, detect, ingest
+from .pricing import Memory, Pricing
+from .sqlfiles import run_sql
+from .tables import TABLES
+from .tokenizer import Tokenizer
+
+DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
+_SCRATCH = ("_staged", "_lines", "_sess_raw", "_content", "_ids", "_sys_counts", "_pairs", "_lcp_chars", "_lcp_tokens",
+            "_seg")
+_VIEWS = ("token_calls", "token_rejects")  # views over _staged (sql/move.sql), not copies
+
+
+class NothingValid(UserError):
+    """Not one record could be used: the audit stores nothing and exits non-zero."""
+    exit_code = 1
+
+
+class StrictRejects(UserError):
+    """--strict and some records were rejected: nothing stored, non-zero exit."""
+    exit_code = 1
+
+
+@dataclass
+class AuditOptions:
+    fmt: str = "auto"
+    idle_timeout_s: float = 300.0   # the providers' default prompt-cache lifetime is 5 minutes
+    spor_max: float = 0.85          # the article's guardrails
+    kv_max_mb: float = 15.0         # MB = 10^6 bytes
+    ttls_s: tuple[float, ...] = DEFAULT_TTLS_S
+    buckets: int = 120
+    memory_limit: str | None = None  # DuckDB memory_limit, e.g. "2GB"
+    threads: int | None = None
+    min_repeat_chars: int = 24
+    max_repeat_rows: int = 200
+
+    @property
+    def kv_max_bytes(self) -> int:
+        return int(self.kv_max_mb * 1_000_000)
+
+
+@dataclass
+class AuditResult:
+    audit_id: str
+    summary: dict                   # the audits row
+    sources: list[Source]
+    rejects: list[dict] = field(default_factory=list)  # the first few, for the command's output
+
+
+def _setup(con, tmpdir: str, opts: AuditOptions) -> None:
+    con.execute("SET TimeZone = 'UTC'")  # naive timestamps are UTC; offsets in logs are converted
+    con.execute("SET temp_directory = ?", [tmpdir])  # where DuckDB spills when over memory_limit
+    if opts.memory_limit:
+        con.execute("SET memory_limit = ?", [opts.memory_limit])
+    if opts.threads:
+        con.execute(f"SET threads = {int(opts.threads)}")
+    for name, cols in TABLES.items():  # names and DDL are ours, not user input
+        if name not in _VIEWS:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+    run_sql(con, "macros")
+    run_sql(con, "parse_try" if _has_try(con) else "parse_valid")
+    run_sql(con, "staged")
+    run_sql(con, "move")
+    con.execute("CREATE OR REPLACE TEMP TABLE _ids (rid BIGINT, ids INTEGER[], n_tokens BIGINT)")
+
+
+def _has_try(con) -> bool:
+    try:
+        con.execute("SELECT try(1)").fetchall()
+        return True
+    except Exception:  # noqa: BLE001 - DuckDB before 1.3
+        return False
+
+
+def cleanup(con) -> None:
+    for name in _VIEWS:
+        con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
+    for name in [t for t in TABLES if t not in _VIEWS] + list(_SCRATCH):
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+
+
+def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
+    if not rows:
+        return
+    try:
+        import pyarrow as pa
+    except ImportError:
+        con.executemany("INSERT INTO _ids VALUES (?, ?, ?)", [(r, ids, len(ids)) for r, ids in rows])
+        return
+    batch = pa.table({"rid": pa.array([r for r, _ in rows], pa.int64()),
+                      "ids": pa.array([ids for _, ids in rows], pa.list_(pa.int32())),
+                      "n_tokens": pa.array([len(ids) for _, ids in rows], pa.int64())})
+    con.register("_ids_batch", batch)
+    try:
+        con.execute("INSERT INTO _ids SELECT rid, ids, n_tokens FROM _ids_batch")
+    finally:
+        con.unregister("_ids_batch")
+
+
+def _tokenize(con, tok: Tokenizer, chunk: int = 2000) -> None:
+    """System-prompt counts (for SPOR) and prompt token ids (for the prefix analysis). The tokenizer's
+    Rust batch encoder does the work; Python only moves batches."""
+    texts = [r[0] for r in con.execute(
+        "SELECT DISTINCT system_text FROM _content WHERE system_text IS NOT NULL").fetchall()]
+    con.execute("CREATE OR REPLACE TEMP TABLE _sys_counts (system_text VARCHAR, n BIGINT)")
+    if texts:
+        con.executemany("INSERT INTO _sys_counts VALUES (?, ?)", list(zip(texts, tok.count(texts))))
+    run_sql(con, "tokenizer_update")
+    last = -1  # keyset pages: inserting on the same connection would discard an open cursor's rows
+    while rows := con.execute("SELECT rid, prompt_text FROM _content WHERE rid > ? ORDER BY rid LIMIT ?",
+                              [last, chunk]).fetchall():
+        ids = tok.ids([r[1] or "" for r in rows])
+        _insert_ids(con, [(r[0], x) for r, x in zip(rows, ids)])
+        last = rows[-1][0]
+
+
+def _spor_reason(tok: Tokenizer | None, content_calls: int) -> str:
+    if tok is None and content_calls:
+        return "no system-token counts in the log, and no --tokenizer to count the logged system prompts"
+    if tok is None:
+        return "no system-token counts in the log and no message content (with --tokenizer) to count them from"
+    return "no system-token counts in the log and no logged message content for --tokenizer to count"
+
+
+def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
+              model: str, pricing: Pricing, memory: Memory, tokenizer: Tokenizer | None = None,
+              strict: bool = False) -> AuditResult:
+    """Read `paths`, compute every audit table in temp tables on `con`. Raises (and leaves nothing
+    behind but scratch temp tables, which `cleanup` drops) when nothing valid was read or, with
+    `strict`, when anything was rejected."""
+    started = time.perf_counter()
+    tmpdir = tempfile.mkdtemp(prefix="kvreport-audit-")
+    try:
+        _setup(con, tmpdir, opts)
+        # Every file is checked before any is read: a bad path fails fast, with nothing written.
+        sources = [detect(con, Path(p), opts.fmt) for p in paths]
+        for src in sources:
+            ingest(con, src, tmpdir)
+        ids = dict(audit_id=audit_id, run_id=run_id)
+
+        content_calls = con.execute(
+            "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
+        if content_calls:
+            run_sql(con, "content")
+            if tokenizer is not None:
+                _tokenize(con, tokenizer)
+
+        n_calls = con.execute("SELECT count(*) FROM temp.main.token_calls").fetchone()[0]
+        n_rejects = con.execute("SELECT count(*) FROM temp.main.token_rejects").fetchone()[0]
+        rejects = [dict(source=r[0], line=r[1], reason=r[2]) for r in con.execute(
+            "SELECT source, line, reason FROM temp.main.token_rejects ORDER BY source, line LIMIT 20").fetchall()]
+        if n_calls == 0:
+            shown = "; ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rejects[:5])
+            raise NothingValid(f"no valid records in {', '.join(str(p) for p in paths)}"
+                               + (f" ({n_rejects} rejected, e.g. {shown})" if n_rejects else " (no records)"))
+        if strict and n_rejects:
+            shown = "\n  ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rejects[:10])
+            raise StrictRejects(f"--strict: {n_rejects} record(s) rejected, nothing stored:\n  {shown}")
+
+        bpt = float(pricing.bytes_per_token)
+        spor_reason = _spor_reason(tokenizer, content_calls)
+        run_sql(con, "segments", **ids, bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s))
+        run_sql(con, "sessions", **ids, bytes_per_token=bpt, spor_reason=spor_reason, spor_max=opts.spor_max,
+                kv_max_bytes=opts.kv_max_bytes)
+        run_sql(con, "timeline", **ids, buckets=opts.buckets)
+        run_sql(con, "ttl", **ids, buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s],
+                memory_bytes=memory.bytes, memory_source=memory.source)
+
+        bloat_reason = None
+        if content_calls:
+            run_sql(con, "pairs")
+            run_sql(con, "lcp_chars")
+            run_sql(con, "lcp_tokens")
+            run_sql(con, "bloat", **ids, has_tokens=tokenizer is not None)
+            run_sql(con, "repeats", **ids, min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows)
+            if tokenizer is not None:
+                rep = con.execute("SELECT rowid, instruction FROM temp.main.token_repeats").fetchall()
+                if rep:
+                    counts = tokenizer.count([r[1] for r in rep])
+                    con.executemany("UPDATE temp.main.token_repeats SET tokens = ? WHERE rowid = ?",
+                                    [(n, r[0]) for r, n in zip(rep, counts)])
+            else:
+                bloat_reason = "achievable PCER needs --tokenizer; prefix breaks are shown in characters"
+        else:
+            bloat_reason = "no message content in the log (request messages are needed for prompt-bloat analysis)"
+
+        sources_text, fmt_text = describe_sources(sources)
+        run_sql(con, "summary", **ids, created_at=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None),
+                sources=sources_text, format=fmt_text, model=model, bytes_per_token=bpt,
+                kv_bytes_source=pricing.source, kv_bytes_detail=pricing.detail, spor_reason=spor_reason,
+                idle_timeout=float(opts.idle_timeout_s), memory_bytes=memory.bytes, memory_source=memory.source,
+                tokenizer=tokenizer.name if tokenizer else None, spor_max=opts.spor_max,
+                kv_max_bytes=opts.kv_max_bytes, content_calls=content_calls, bloat_reason=bloat_reason,
+                duration_s=time.perf_counter() - started)
+        cur = con.execute("SELECT * FROM temp.main.audits")
+        summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+        return AuditResult(audit_id, summary, sources, rejects)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _select(name: str) -> tuple[str, list]:
+    """SELECT of one audit table; the two views get the audit's ids (filled in by the caller)."""
+    if name in _VIEWS:
+        return (f"SELECT * REPLACE (CAST(? AS VARCHAR) AS audit_id, CAST(? AS INTEGER) AS run_id) "
+                f"FROM temp.main.{name}"), ["audit_id", "run_id"]
+    return f"SELECT * FROM temp.main.{name}", []
+
+
+def persist(con, result: AuditResult) -> None:
+    """Copy the audit's temp tables into the DB, all in one transaction."""
+    db = con.execute("SELECT current_database()").fetchone()[0]
+    catalog = '"' + db.replace('"', '""') + '"'
+    ids = {"audit_id": result.audit_id, "run_id": result.summary["run_id"]}
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name in TABLES:
+            sql, params = _select(name)
+            con.execute(f"INSERT INTO {catalog}.main.{name} BY NAME {sql}", [ids[p] for p in params])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def fetch(con, result: AuditResult) -> dict[str, list[dict]]:
+    """The audit's rows per table (for an experiment's Result)."""
+    ids = {"audit_id": result.audit_id, "run_id": result.summary["run_id"]}
+    out = {}
+    for name in TABLES:
+        sql, params = _select(name)
+        cur = con.execute(sql, [ids[p] for p in params])
+        cols = [d[0] for d in cur.description]
+        out[name] = [dict(zip(cols, row)) for row in cur.fetchall()]
+    return out
+
+
+def next_audit_id(con) -> str:
+    """audit-N for standalone audits, N one more than any stored."""
+    n = con.execute("SELECT count(*) FROM audits WHERE audit_id LIKE 'audit-%'").fetchone()[0]
+    while con.execute("SELECT count(*) FROM audits WHERE audit_id = ?", [f"audit-{n + 1}"]).fetchone()[0]:
+        n += 1
+    return f"audit-{n + 1}"

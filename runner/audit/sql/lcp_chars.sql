@@ -1,0 +1,16 @@
+-- Longest common prefix, in characters, of each call's prompt with the previous call's: a binary
+-- search run for all pairs at once (about log2(prompt length) rounds). The strings stay in _pairs; the
+-- recursion carries only the bounds, so its working set is three integers per pair.
+CREATE OR REPLACE TEMP TABLE _lcp_chars AS
+WITH RECURSIVE bs(rid, lo, hi) AS (
+  SELECT rid, 0, least(length(prev_text), length(prompt_text)) FROM _pairs WHERE prev_text IS NOT NULL
+  UNION ALL
+  SELECT bs.rid,
+         CASE WHEN left(p.prev_text, (bs.lo + bs.hi + 1) // 2) = left(p.prompt_text, (bs.lo + bs.hi + 1) // 2)
+              THEN (bs.lo + bs.hi + 1) // 2 ELSE bs.lo END,
+         CASE WHEN left(p.prev_text, (bs.lo + bs.hi + 1) // 2) = left(p.prompt_text, (bs.lo + bs.hi + 1) // 2)
+              THEN bs.hi ELSE (bs.lo + bs.hi + 1) // 2 - 1 END
+  FROM bs JOIN _pairs p ON p.rid = bs.rid
+  WHERE bs.lo < bs.hi
+)
+SELECT rid, lo AS lcp_chars FROM bs WHERE lo = hi;

@@ -1,0 +1,22 @@
+-- Instructions a session sends again in the NEW part of several turns (the latest user message), as
+-- sentences of at least $min_chars characters; also_in_system marks ones the system prompt already says.
+INSERT INTO token_repeats BY NAME
+WITH s AS (
+  SELECT session_id, rid, system_text,
+         trim(unnest(regexp_split_to_array(last_user_text, '[.!?](\s+|$)|\n+'))) AS sentence
+  FROM _content WHERE last_user_text IS NOT NULL
+),
+f AS (
+  SELECT * FROM s WHERE length(sentence) >= $min_chars
+),
+g AS (
+  SELECT session_id, min(sentence) AS instruction, count(DISTINCT rid) AS n_turns,
+         coalesce(bool_or(contains(lower(system_text), lower(sentence))), false) AS also_in_system
+  FROM f GROUP BY session_id, lower(sentence)
+  HAVING count(DISTINCT rid) >= 2
+)
+SELECT $audit_id AS audit_id, $run_id AS run_id, session_id, instruction, n_turns, also_in_system,
+       length(instruction) AS chars, NULL AS tokens
+FROM g
+ORDER BY n_turns DESC, chars DESC, session_id, instruction
+LIMIT $max_rows;

@@ -1,0 +1,13 @@
+-- The seed's per-session records, before validation: one row per record, every field as JSON so the
+-- JSONL, CSV and Parquet readers share one set of checks (ingest_sessions.sql).
+CREATE OR REPLACE TEMP TABLE _sess_raw (
+  line BIGINT, ok BOOLEAN, note VARCHAR, session_id JSON, system_tokens JSON, user_tokens JSON,
+  assistant_tokens JSON, cached_input_tokens JSON, first_seen JSON, last_activity JSON,
+  disconnected_at JSON, model JSON
+);
+-- A CSV or Parquet cell as JSON: numbers stay numbers (so 12.5 is "not an integer", not a string), the
+-- rest become strings, empty cells become NULL (missing).
+CREATE OR REPLACE TEMP MACRO kv_cell(x) AS
+  CASE WHEN x IS NULL OR trim(x) = '' THEN NULL
+       WHEN regexp_full_match(trim(x), '-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?') THEN CAST(trim(x) AS JSON)
+       ELSE to_json(x) END;

@@ -1,0 +1,59 @@
+"""`--tokenizer PATH`: a local Hugging Face tokenizer, to count tokens in logged message content.
+
+A tokenizer.json file, or a folder holding one (or a slow-tokenizer folder transformers can load offline).
+Nothing is ever downloaded. Counts are of the message text only: the provider's own count also includes
+its chat-template tokens, so SPOR from a tokenizer is slightly low, never high.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import UserError
+
+
+class TokenizerError(UserError):
+    pass
+
+
+@dataclass
+class Tokenizer:
+    name: str
+    _encode: Callable[[list[str]], list[list[int]]]
+
+    def ids(self, texts: list[str]) -> list[list[int]]:
+        return self._encode(texts) if texts else []
+
+    def count(self, texts: list[str]) -> list[int]:
+        return [len(x) for x in self.ids(texts)]
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    path = Path(path)
+    if not path.exists():
+        raise TokenizerError(f"--tokenizer {path}: no such file or folder")
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if file.is_file():
+        from tokenizers import Tokenizer as HFTokenizer
+
+        try:
+            tok = HFTokenizer.from_file(str(file))
+        except Exception as exc:  # noqa: BLE001 - a bad file becomes one clear message
+            raise TokenizerError(f"--tokenizer {file}: not a tokenizers JSON file ({str(exc).splitlines()[0]})") from None
+        tok.no_truncation()
+        tok.no_padding()
+        return Tokenizer(str(file), lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])
+    if path.is_dir():
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        except Exception as exc:  # noqa: BLE001
+            raise TokenizerError(f"--tokenizer {path}: no tokenizer.json and transformers cannot load it offline "
+                                 f"({str(exc).splitlines()[0]})") from None
+        return Tokenizer(str(path), lambda texts: tok(texts, add_special_tokens=False)["input_ids"])
+    raise TokenizerError(f"--tokenizer {path}: not a file or folder")

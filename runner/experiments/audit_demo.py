@@ -1,0 +1,79 @@
+"""Audit: the built-in demo workload (runner/audit/demo.py), priced in this run's measured KV bytes.
+
+The article's three sessions plus a generated multi-turn chat workload in OpenAI and Anthropic log
+formats go through the same audit code as `kvreport audit` (in an in-memory DuckDB, then into the run's
+DB with this experiment's other rows), so the audit page is never empty and always priced with the
+model this run measured. Bytes/token come from kv_memory_v2 when it ran; otherwise this experiment
+measures them itself from one prefill's cache tensors. Free memory for the TTL sweep is measured now.
+"""
+from __future__ import annotations
+
+import tempfile
+
+from . import Result, RunContext
+
+NAME = "audit_demo"
+ITERATION = "audit"
+ORDER = 10
+TABLES: dict = {}  # writes the audit tables declared in runner/audit/tables.py
+
+
+def _pricing(ctx: RunContext):
+    from ..audit.pricing import Pricing
+    from ..devices import dtype_name
+
+    dt = dtype_name(ctx.dtype)
+    bpt = ctx.shared.get("measured_bytes_per_token")
+    if bpt:
+        return Pricing(float(bpt), "measured", f"measured in this run: {bpt:,.0f} B/token from {ctx.loaded.name}'s "
+                                               f"cache tensors at {dt} (kv_memory_v2)")
+    import torch
+
+    from ..kv_cache import cache_bytes, forward_with_cache
+
+    seq = min(32, ctx.max_positions)
+    with torch.no_grad():
+        _, cache = forward_with_cache(ctx.model, ctx.input_ids(1, seq))
+    bpt = cache_bytes(cache) / seq
+    ctx.shared["measured_bytes_per_token"] = bpt
+    return Pricing(float(bpt), "measured", f"measured here: {bpt:,.0f} B/token from a {seq}-token prefill of "
+                                           f"{ctx.loaded.name} at {dt} (kv_memory_v2 did not run)")
+
+
+def _relabel(rows: list[dict], folder: str) -> None:
+    # Temp paths would make every run's rows differ; the files are the same demo every time.
+    for r in rows:
+        for key in ("source", "sources", "tokenizer"):
+            if isinstance(r.get(key), str):
+                r[key] = r[key].replace(folder.rstrip("/") + "/", "demo/")
+
+
+def run(ctx: RunContext) -> Result:
+    import duckdb
+
+    from ..audit.demo import write_demo
+    from ..audit.engine import AuditOptions, fetch, run_audit
+    from ..audit.pricing import memory_now
+    from ..audit.tokenizer import load_tokenizer
+
+    pricing = _pricing(ctx)
+    memory = memory_now(ctx.device)
+    with tempfile.TemporaryDirectory(prefix="kvreport-demo-") as folder:
+        ctx.progress("writing the demo logs (article sessions + generated OpenAI/Anthropic chats)")
+        paths, tok_path = write_demo(folder)
+        con = duckdb.connect()
+        try:
+            res = run_audit(con, paths, AuditOptions(), audit_id=f"run-{ctx.run_id}-demo",
+                            run_id=ctx.run_id, model=ctx.loaded.name, pricing=pricing, memory=memory,
+                            tokenizer=load_tokenizer(tok_path))
+            tables = fetch(con, res)
+        finally:
+            con.close()
+        for rows in tables.values():
+            _relabel(rows, folder)
+    s = res.summary
+    pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    return Result(tables, [
+        f"demo audit ({s['n_calls']} calls, {s['n_sessions']} sessions, {pricing.bytes_per_token:,.0f} B/token "
+        f"{pricing.source}): PCER {pct(s['overall_pcer'])}, SPOR {pct(s['overall_spor'])}, "
+        f"KV leakage index {pct(s['leakage_index'])} (idle > {s['idle_timeout_s']:g}s)"])

@@ -1,0 +1,37 @@
+"""Iteration 2 (ceilings): the device's theoretical peak DRAM bandwidth and its measured copy roof,
+stored with the run so every later bandwidth can be shown as GB/s, % of peak and % of roof.
+Runs first (ORDER 1) and publishes both in ctx.shared."""
+from __future__ import annotations
+
+from . import Result, RunContext
+from ..ceilings import MIB, default_copy_bytes, measure_copy_roof, theoretical_peak
+from ..environment import _cpu_name
+
+NAME = "device_ceilings"
+ITERATION = 2
+ORDER = 1
+TABLES = {
+    "device_ceilings": """device_name VARCHAR, peak_gbs DOUBLE, peak_source VARCHAR, roof_gbs DOUBLE,
+        roof_p25_gbs DOUBLE, roof_p75_gbs DOUBLE, roof_n INTEGER, roof_bytes BIGINT, buffer_bytes BIGINT,
+        roof_pct_of_peak DOUBLE""",
+}
+
+
+def run(ctx: RunContext) -> Result:
+    import torch
+
+    peak, source = theoretical_peak(ctx.device)
+    # --quick on a CPU: 128 MiB buffers are still 4x a 32 MiB LLC and halve the time.
+    nbytes = 128 * MIB if ctx.quick and not ctx.is_cuda else default_copy_bytes(ctx.device)
+    ctx.progress(f"copy roof: {nbytes / MIB:,.0f} MiB device-to-device copy")
+    roof = measure_copy_roof(ctx.device, nbytes)
+    name = torch.cuda.get_device_name(ctx.device) if ctx.is_cuda else f"cpu: {_cpu_name()}"
+    row = {"device_name": name, "peak_gbs": peak, "peak_source": source, **roof, "buffer_bytes": nbytes,
+           "roof_pct_of_peak": roof["roof_gbs"] / peak if peak else None}
+    ctx.shared["copy_roof_gbs"] = roof["roof_gbs"]
+    ctx.shared["peak_gbs"] = peak
+    peak_txt = f"{peak:,.0f} GB/s peak ({source}), roof = {row['roof_pct_of_peak']:.0%} of it" if peak else \
+        f"no theoretical peak ({source})"
+    return Result({"device_ceilings": [row]}, [
+        f"copy roof {roof['roof_gbs']:,.1f} GB/s (p25-p75 {roof['roof_p25_gbs']:,.1f}-{roof['roof_p75_gbs']:,.1f}, "
+        f"n={roof['roof_n']}); {peak_txt}"])

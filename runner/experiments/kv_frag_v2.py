@@ -1,0 +1,99 @@
+"""Iteration 2 (fragmentation): what the CUDA caching allocator keeps after requests are evicted, with
+the default allocator and with expandable_segments:True.
+
+The allocator reads its configuration once, when CUDA starts, so each setting runs in a fresh child
+process (runner/frag_child.py, torch only, tensors of this model's real per-request KV shapes). Same
+scenario and seed for both: admit requests of varied lengths, decode a few tokens each (DynamicCache
+grows by torch.cat), evict a random subset, then empty_cache(). Counters: allocated, reserved,
+inactive-split bytes and allocation retries after each phase. Retention = reserved - allocated.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import Result, RunContext, Skip
+from ..kv_formula import kv_shape
+
+NAME = "kv_frag_v2"
+ITERATION = 2
+ORDER = 30
+TABLES = {
+    "kv_frag_v2": """allocator VARCHAR, phase VARCHAR, allocated_bytes BIGINT, reserved_bytes BIGINT,
+        inactive_split_bytes BIGINT, num_alloc_retries BIGINT, live_requests INTEGER, evicted_bytes BIGINT,
+        n_requests INTEGER, kv_live_bytes BIGINT, setting_confirmed BOOLEAN""",
+}
+ALLOCATORS = {"default": None, "expandable_segments": "expandable_segments:True"}
+CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the second is torch >= 2.9's name
+CHILD_TIMEOUT_S = 300
+
+
+class FragChildError(RuntimeError):
+    pass
+
+
+def scenario_spec(ctx: RunContext, budget_bytes: int) -> dict:
+    """Requests sized to this model: prompts of 16..1024 tokens (or the model's limit), as many requests
+    as fit in `budget_bytes` (at most 64), 40% evicted, 16 decode steps."""
+    shape = kv_shape(ctx.config)
+    max_len = min(1024, ctx.max_positions - 32)
+    bpt = shape.bytes_per_token(ctx.dtype_bytes)
+    avg = (16 + max_len) / 2
+    n = int(max(4, min(64, budget_bytes // (bpt * avg))))
+    return {"device": str(ctx.device), "dtype": str(ctx.dtype).replace("torch.", ""),
+            "n_layers": shape.n_layers, "n_kv_heads": shape.n_kv_heads, "head_dim": shape.head_dim,
+            "n_requests": n, "min_len": 16, "max_len": max_len, "decode_steps": 16,
+            "evict_fraction": 0.4, "seed": ctx.seed + 7}
+
+
+def run_child(allocator: str, spec: dict, timeout_s: int = CHILD_TIMEOUT_S) -> dict:
+    """Run the scenario in a fresh process with the allocator setting; its JSON result, or
+    FragChildError naming the setting and the child's last error line."""
+    env = {k: v for k, v in os.environ.items() if k not in CONF_VARS}
+    if ALLOCATORS[allocator]:
+        for var in CONF_VARS:
+            env[var] = ALLOCATORS[allocator]
+    root = str(Path(__file__).resolve().parents[2])  # so `-m runner.frag_child` imports this checkout
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "runner.frag_child", json.dumps(spec)], env=env,
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise FragChildError(f"{allocator} allocator: scenario child timed out after {timeout_s}s") from None
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise FragChildError(f"{allocator} allocator: scenario child exited {proc.returncode}: "
+                             f"{lines[-1] if lines else 'no message'}")
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise FragChildError(f"{allocator} allocator: scenario child printed no JSON result") from None
+
+
+def run(ctx: RunContext) -> Result:
+    if not ctx.is_cuda:
+        raise Skip("needs the CUDA caching allocator: fragmentation is a property of torch's CUDA allocator, "
+                   "and this run has no GPU")
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(ctx.device)
+    spec = scenario_spec(ctx, min(2 << 30, int(0.25 * free)))
+    rows, summary = [], []
+    for allocator in ALLOCATORS:
+        ctx.progress(f"fragmentation scenario, {allocator} allocator ({spec['n_requests']} requests)")
+        out = run_child(allocator, spec)
+        confirmed = out.get("expandable_in_use")
+        if confirmed is not None and allocator == "default":
+            confirmed = not confirmed
+        for p in out["phases"]:
+            rows.append({"allocator": allocator, **p, "n_requests": spec["n_requests"],
+                         "kv_live_bytes": out["kv_live_bytes"], "setting_confirmed": confirmed})
+        ph = {p["phase"]: p for p in out["phases"]}
+        kept = ph["after_evict"]["reserved_bytes"] - ph["after_evict"]["allocated_bytes"]
+        kept_ec = ph["after_empty_cache"]["reserved_bytes"] - ph["after_empty_cache"]["allocated_bytes"]
+        summary.append(f"{allocator} allocator: after evicting {ph['after_evict']['evicted_bytes'] / 1e6:,.1f} MB, "
+                       f"{kept / 1e6:,.1f} MB reserved beyond allocated ({kept_ec / 1e6:,.1f} MB after empty_cache)")
+    return Result({"kv_frag_v2": rows}, summary)

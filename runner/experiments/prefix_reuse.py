@@ -1,0 +1,208 @@
+"""Audit: does reusing a prefix's KV cut prefill work, and does evicting idle sessions free their memory?
+
+The token article claims prefix caching cuts input computation and that evicting idle sessions' KV
+"doubles host capacity". This runs both on the real model:
+
+1. Multi-turn sessions share one system prompt. Each turn is prefilled three ways, interleaved in one
+   process (runner.timing.time_interleaved, median with p25/p75 and n):
+     recompute       the whole prompt from scratch (no prefix cache)
+     system_prefix   the system prompt's KV copied from a cache; only the conversation is computed
+     session_prefix  the session's own previous context kept; only the new user message is computed
+   The cache copy happens in the untimed setup (a real engine shares blocks instead of copying); its own
+   cost is timed separately (copy_ms). Cached and computed tokens are read from the cache objects, and
+   the last position's logits are compared with the recompute ones, so reuse is shown to be exact.
+2. Every session keeps its cache; then the last third "disconnect" and their caches are dropped. The
+   bytes held before and after come from the cache tensors (and, on CUDA, from the allocator).
+   How much capacity that buys is set by the share of sessions that left (a parameter of this workload,
+   stated on the page), which is why the audit's TTL sweep over real traffic is the evidence that counts.
+"""
+from __future__ import annotations
+
+import copy
+import gc
+
+import torch
+
+from . import Result, RunContext
+from ..kv_cache import cache_bytes, cache_seq_len, forward_with_cache
+from ..kv_formula import kv_shape
+from ..timing import time_fn, time_interleaved
+
+NAME = "prefix_reuse"
+ITERATION = "audit"
+ORDER = 20
+TABLES = {
+    "prefix_reuse": """turn INTEGER, mode VARCHAR, n_sessions INTEGER, prompt_tokens INTEGER,
+        cached_tokens INTEGER, computed_tokens INTEGER, time_ms DOUBLE, p25_ms DOUBLE, p75_ms DOUBLE,
+        n INTEGER, spread_wide BOOLEAN, copy_ms DOUBLE, max_abs_logit_diff DOUBLE, logits_match BOOLEAN,
+        system_tokens INTEGER, user_tokens INTEGER, assistant_tokens INTEGER""",
+    "prefix_reuse_evict": """phase VARCHAR, sessions_held INTEGER, disconnected_held INTEGER,
+        kv_bytes_held BIGINT, kv_bytes_expected BIGINT, allocated_bytes BIGINT, freed_bytes BIGINT,
+        allocator_freed_bytes BIGINT, free_bytes BIGINT, free_source VARCHAR, mean_session_bytes DOUBLE,
+        sessions_fit BIGINT, capacity_if_full DOUBLE""",
+}
+MODES = ("recompute", "system_prefix", "session_prefix")
+
+
+def shape(ctx: RunContext) -> dict:
+    if ctx.quick:
+        s = dict(sessions=3, turns=3, system=48, user=8, assistant=8, warmup=1, repeats=3)
+    else:
+        s = dict(sessions=8, turns=6, system=256, user=32, assistant=64, warmup=2, repeats=10)
+    total = s["system"] + s["turns"] * s["user"] + (s["turns"] - 1) * s["assistant"]
+    if total > ctx.max_positions:  # shrink the system prompt to fit the model's context
+        s["system"] = max(8, s["system"] - (total - ctx.max_positions))
+    return s
+
+
+def _ids(ctx: RunContext, n: int, key: int):
+    g = torch.Generator().manual_seed(ctx.seed * 7919 + key)
+    return torch.randint(0, ctx.vocab_size, (1, n), generator=g).to(ctx.device)
+
+
+# Reused and recomputed prefills run different kernels (different shapes), so they agree to rounding:
+# relative to the logits' scale, about 1e-6 in float32 and 1e-3..1e-2 in 16-bit. A wrong prefix (other
+# tokens, wrong positions) is off by the logits' own size.
+TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 6e-2}
+
+
+def logits_agree(ref, got, dtype) -> tuple[float, bool]:
+    """(max |difference| of the last position's logits, whether it is within rounding of the scale)."""
+    a, b = ref[0, -1].float(), got[0, -1].float()
+    diff = float((a - b).abs().max())
+    scale = max(1.0, float(a.abs().max()))
+    return diff, diff <= TOLERANCE.get(dtype, 6e-2) * scale
+
+
+def run(ctx: RunContext) -> Result:
+    sh = shape(ctx)
+    model, dev = ctx.model, ctx.device
+    system = _ids(ctx, sh["system"], 1)
+    with torch.no_grad():
+        _, sys_cache = forward_with_cache(model, system)
+    P = cache_seq_len(sys_cache)
+    users = [[_ids(ctx, sh["user"], 1000 + 100 * s + t) for t in range(sh["turns"])] for s in range(sh["sessions"])]
+    replies = [[_ids(ctx, sh["assistant"], 50000 + 100 * s + t) for t in range(sh["turns"])]
+               for s in range(sh["sessions"])]
+
+    # Session 0 is played turn by turn, keeping a copy of its cache before each new user message (the
+    # prefix the session_prefix variant starts from); the others only need their final cache (for the
+    # eviction part), so each is one prefill of its whole conversation after the shared system prompt.
+    session_caches, before_turn, cached_seen = [], [], {}
+    with torch.no_grad():
+        for s in range(sh["sessions"]):
+            cache = copy.deepcopy(sys_cache)
+            if s == 0:
+                for t in range(sh["turns"]):
+                    before_turn.append(copy.deepcopy(cache))
+                    cached_seen[t] = cache_seq_len(cache)
+                    _, cache = forward_with_cache(model, torch.cat([users[s][t], replies[s][t]], dim=1), cache)
+            else:
+                convo = torch.cat([x for t in range(sh["turns"]) for x in (users[s][t], replies[s][t])], dim=1)
+                _, cache = forward_with_cache(model, convo, cache)
+            session_caches.append(cache)
+
+    turns = [sh["turns"] - 1] if ctx.quick else list(range(sh["turns"]))
+    copy_t = time_fn(lambda: copy.deepcopy(sys_cache), dev, warmup=1, repeats=5)
+    rows = []
+    for t in turns:
+        ctx.progress(f"prefill turn {t + 1}: recompute vs reused system prompt vs reused session")
+        convo = torch.cat([x for k in range(t) for x in (users[0][k], replies[0][k])] + [users[0][t]], dim=1)
+        full = torch.cat([system, convo], dim=1)
+        live = {}
+
+        def setup(name, t=t):
+            live["cache"] = (copy.deepcopy(sys_cache) if name == "system_prefix"
+                             else copy.deepcopy(before_turn[t]) if name == "session_prefix" else None)
+
+        inputs = {"recompute": full, "system_prefix": convo, "session_prefix": users[0][t]}
+        variants = {m: (lambda m=m: forward_with_cache(model, inputs[m], live["cache"])) for m in MODES}
+        with torch.no_grad():
+            timings = time_interleaved(variants, dev, warmup=sh["warmup"], repeats=sh["repeats"], setup=setup)
+            # Exactness: the last position's logits with each reuse vs recomputing everything.
+            ref, _ = forward_with_cache(model, full)
+            diffs = {"recompute": (0.0, True)}
+            for m in MODES[1:]:
+                setup(m)
+                logits, _ = forward_with_cache(model, inputs[m], live["cache"])
+                diffs[m] = logits_agree(ref, logits, ctx.dtype)
+        cached = {"recompute": 0, "system_prefix": P, "session_prefix": cached_seen[t]}
+        for m in MODES:
+            rows.append({
+                "turn": t + 1, "mode": m, "n_sessions": sh["sessions"], "prompt_tokens": int(full.shape[1]),
+                "cached_tokens": cached[m], "computed_tokens": int(inputs[m].shape[1]),
+                **timings[m].columns(), "copy_ms": None if m == "recompute" else copy_t.median_ms,
+                "max_abs_logit_diff": diffs[m][0], "logits_match": diffs[m][1],
+                "system_tokens": P, "user_tokens": sh["user"], "assistant_tokens": sh["assistant"],
+            })
+
+    evict_rows = _evict(ctx, session_caches, sh)
+    last = [r for r in rows if r["turn"] == max(turns) + 1]
+    by = {r["mode"]: r for r in last}
+    saved = 1 - by["session_prefix"]["time_ms"] / by["recompute"]["time_ms"]
+    after = evict_rows[-1]
+    return Result({"prefix_reuse": rows, "prefix_reuse_evict": evict_rows}, [
+        f"prefix reuse, turn {max(turns) + 1}: prefill {by['recompute']['time_ms']:.1f} ms recomputing "
+        f"{by['recompute']['computed_tokens']} tokens vs {by['session_prefix']['time_ms']:.1f} ms computing "
+        f"{by['session_prefix']['computed_tokens']} ({100 * saved:.0f}% less time); evicting "
+        f"{evict_rows[0]['disconnected_held']} disconnected of {sh['sessions']} sessions freed "
+        f"{after['freed_bytes']:,} B of KV"])
+
+
+def _allocated(ctx: RunContext) -> int | None:
+    if not ctx.is_cuda:
+        return None
+    torch.cuda.synchronize(ctx.device)
+    return int(torch.cuda.memory_allocated(ctx.device))
+
+
+def _free(ctx: RunContext) -> tuple[int | None, str | None]:
+    """Memory a new session's KV could use now: on CUDA the driver's free memory plus what the caching
+    allocator holds unused; on the CPU the host's MemAvailable."""
+    from ..audit.pricing import memory_now
+
+    if ctx.is_cuda:
+        free, _ = torch.cuda.mem_get_info(ctx.device)
+        idle = torch.cuda.memory_reserved(ctx.device) - torch.cuda.memory_allocated(ctx.device)
+        return int(free + idle), "measured: cudaMemGetInfo free + allocator-reserved unused"
+    m = memory_now(ctx.device)
+    return m.bytes, m.source
+
+
+def _evict(ctx: RunContext, caches: list, sh: dict) -> list[dict]:
+    n = len(caches)
+    gone = set(range(n - n // 3, n))  # the last third of the sessions disconnect
+    per_session = [cache_bytes(c) for c in caches]
+    context = sh["system"] + sh["turns"] * (sh["user"] + sh["assistant"])
+    expected = kv_shape(ctx.config).cache_bytes(context, 1, ctx.dtype_bytes) * n
+    mean = sum(per_session) / n
+    held_before = sum(per_session)
+    alloc_before = _allocated(ctx)
+    free_before, free_src = _free(ctx)
+    rows = [{
+        "phase": "before_evict", "sessions_held": n, "disconnected_held": len(gone),
+        "kv_bytes_held": held_before, "kv_bytes_expected": expected,
+        "allocated_bytes": alloc_before, "freed_bytes": 0, "allocator_freed_bytes": None,
+        "free_bytes": free_before, "free_source": free_src, "mean_session_bytes": mean,
+        "sessions_fit": None if free_before is None else n + int(free_before // mean),
+        "capacity_if_full": 1.0,
+    }]
+    for i in sorted(gone):
+        caches[i] = None
+    gc.collect()
+    held_after = sum(b for i, b in enumerate(per_session) if i not in gone)
+    alloc_after = _allocated(ctx)
+    free_after, _ = _free(ctx)
+    freed = held_before - held_after
+    # Sessions that fit: the live ones plus new ones of the mean size in the memory free before plus what
+    # the eviction returned (the CPU's MemAvailable is too noisy a counter to see a few MB come back).
+    rows.append({
+        "phase": "after_evict", "sessions_held": n - len(gone), "disconnected_held": 0,
+        "kv_bytes_held": held_after, "kv_bytes_expected": None,
+        "allocated_bytes": alloc_after, "freed_bytes": freed,
+        "allocator_freed_bytes": None if alloc_before is None else alloc_before - alloc_after,
+        "free_bytes": free_after, "free_source": free_src, "mean_session_bytes": mean,
+        "sessions_fit": None if free_before is None else (n - len(gone)) + int((free_before + freed) // mean),
+        "capacity_if_full": held_before / held_after if held_after else None,
+    })
+    return rows

@@ -1,0 +1,103 @@
+"""The fragmentation scenario, run in a fresh process so PYTORCH_CUDA_ALLOC_CONF (read once, when CUDA's
+allocator starts) can differ between runs. Imports torch only: the model's KV shapes are enough.
+
+    python -m runner.frag_child '{"device": "cuda:0", "n_layers": 12, ...}'
+
+Scenario (fixed seed): requests of varied lengths are admitted one by one, each allocating per-layer K and
+V tensors [1, kv_heads, len, head_dim] the way transformers' DynamicCache holds them; then every live
+request decodes `decode_steps` tokens, and each step replaces each tensor by a one-token-longer copy
+(DynamicCache appends with torch.cat), which is what leaves holes in the allocator's segments. Then a
+random subset is evicted, and finally empty_cache() returns what it can to the driver. Allocator
+counters are read after each phase. One JSON object on stdout; errors go to stderr with exit code 1,
+a non-CUDA device is refused with exit code 3.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+
+STAT_KEYS = {
+    "allocated_bytes": "allocated_bytes.all.current",
+    "reserved_bytes": "reserved_bytes.all.current",
+    "inactive_split_bytes": "inactive_split_bytes.all.current",
+    "num_alloc_retries": "num_alloc_retries",
+}
+
+
+def plan(spec: dict) -> tuple[list[int], list[int]]:
+    """(prompt length per request, indices of the requests evicted): deterministic in spec['seed']."""
+    rng = random.Random(spec["seed"])
+    lengths = [rng.randint(spec["min_len"], spec["max_len"]) for _ in range(spec["n_requests"])]
+    n_evict = max(1, round(spec["evict_fraction"] * spec["n_requests"]))
+    evicted = sorted(rng.sample(range(spec["n_requests"]), n_evict))
+    return lengths, evicted
+
+
+def _expandable_in_use(torch) -> bool | None:
+    """Whether the allocator really made expandable segments (None: this torch does not say)."""
+    segments = torch.cuda.memory_snapshot()
+    flags = [s["is_expandable"] for s in segments if "is_expandable" in s]
+    return any(flags) if flags else None
+
+
+def scenario(spec: dict) -> dict:
+    import torch
+
+    device = torch.device(spec["device"])
+    if device.type != "cuda" or not torch.cuda.is_available():
+        print(f"frag_child: needs a CUDA device, got {spec['device']!r}", file=sys.stderr)
+        sys.exit(3)
+    torch.cuda.set_device(device)
+    dtype = getattr(torch, spec["dtype"])
+    kv_heads, head_dim, n_layers = spec["n_kv_heads"], spec["head_dim"], spec["n_layers"]
+    lengths, evicted = plan(spec)
+
+    def stats(phase: str, live: int, evicted_bytes: int) -> dict:
+        torch.cuda.synchronize(device)
+        s = torch.cuda.memory_stats(device)
+        return {"phase": phase, **{k: int(s.get(v, 0)) for k, v in STAT_KEYS.items()},
+                "live_requests": live, "evicted_bytes": evicted_bytes}
+
+    requests: list[list[torch.Tensor]] = []
+    with torch.inference_mode():
+        for n in lengths:
+            requests.append([torch.empty(1, kv_heads, n, head_dim, dtype=dtype, device=device).normal_()
+                             for _ in range(2 * n_layers)])
+        for _ in range(spec["decode_steps"]):
+            for req in requests:
+                for j, t in enumerate(req):
+                    req[j] = torch.cat([t, t[:, :, -1:]], dim=2)  # old tensor freed as the new one lands
+        phases = [stats("admitted", len(requests), 0)]
+
+        evicted_bytes = 0
+        for i in evicted:
+            evicted_bytes += sum(t.numel() * t.element_size() for t in requests[i])
+            requests[i] = None
+        live = sum(r is not None for r in requests)
+        phases.append(stats("after_evict", live, evicted_bytes))
+        torch.cuda.empty_cache()
+        phases.append(stats("after_empty_cache", live, evicted_bytes))
+        kv_live = sum(t.numel() * t.element_size() for r in requests if r is not None for t in r)
+    return {"phases": phases, "kv_live_bytes": kv_live, "expandable_in_use": _expandable_in_use(torch),
+            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "torch_version": torch.__version__}
+
+
+def main(argv: list[str]) -> int:
+    try:
+        spec = json.loads(argv[1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        print(f"frag_child: expected one JSON argument ({exc})", file=sys.stderr)
+        return 2
+    try:
+        out = scenario(spec)
+    except Exception as exc:  # noqa: BLE001 - the parent records the message as the failure reason
+        print(f"frag_child: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,93 @@
+"""Shared fixtures for the site tests: the committed fixture DB (made by scripts/make_golden.py from real
+`kvreport run --quick` runs), a site built from it once per session, and a DB whose strings are XSS
+payloads, written through the Store like any run."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_DB = ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb"
+GOLDEN = ROOT / "tests" / "golden" / "site"
+CHROMIUM = "/usr/bin/chromium"
+
+# Each payload sets window.__xss to its number if it ever executes; the browser test checks it never does.
+PAYLOADS = {
+    "script": "<script>window.__xss=1</script>",
+    "attr": "\" onmouseover=\"window.__xss=2\" data-x=\"",
+    "img": "<img src=x onerror=\"window.__xss=3\">",
+    "svg": "'><svg onload=window.__xss=4>",
+    "single": "' onfocus='window.__xss=5' autofocus='",
+}
+
+
+@pytest.fixture(scope="session")
+def fixture_db() -> Path:
+    if not FIXTURE_DB.is_file():
+        pytest.fail(f"{FIXTURE_DB} is missing: run `python scripts/make_golden.py` to create it")
+    return FIXTURE_DB
+
+
+@pytest.fixture(scope="session")
+def built_site(fixture_db, tmp_path_factory) -> Path:
+    from analysis.site import build_site
+
+    out = tmp_path_factory.mktemp("site") / "site"
+    # Build from a copy: the build must never need to write next to the DB it reads.
+    db = tmp_path_factory.mktemp("db") / "kvreport.duckdb"
+    shutil.copyfile(fixture_db, db)
+    build_site(db, out)
+    return out
+
+
+def write_payload_db(path: Path) -> dict:
+    """A DB whose run metadata, labels, skip reasons and model name are script/attribute payloads, with
+    memory rows so the memory page, its charts, the claims and the headlines all carry them."""
+    from runner.store import Store
+
+    model = PAYLOADS["img"] + PAYLOADS["script"]
+    meta = {
+        "device_kind": "cpu", "device_name": PAYLOADS["attr"] + "CPU", "model": model, "model_source": "builtin",
+        "dtype": "float32", "weights_random": True, "quick": True, "iterations": "1,2",
+        "driver_version": PAYLOADS["svg"], "cuda_version": PAYLOADS["single"], "torch_version": "2.x",
+        "transformers_version": PAYLOADS["script"], "python_version": "3.x", "os": PAYLOADS["img"],
+        "cpu": PAYLOADS["attr"], "cpu_count": 2, "command_line": PAYLOADS["script"], "label": PAYLOADS["attr"],
+    }
+    with Store(path) as store:
+        run_id = store.begin_run(meta)
+        per_token = 1024
+        rows = [{"seq_len": s, "batch_size": b, "kv_bytes": s * b * per_token, "bytes_per_token": float(per_token),
+                 "formula_bytes_per_token": per_token, "expected_kv_bytes": s * b * per_token, "cached_tokens": s,
+                 "n_layers": 2, "match": True} for b in (1, 2) for s in (16, 64)]
+        layers = [{"layer": i, "seq_len": 64, "batch_size": 1, "k_bytes": 64 * 256, "v_bytes": 64 * 256,
+                   "cached_tokens": 64, "k_shape": "1x4x64x16"} for i in range(2)]
+        store.record_experiment(run_id, "kv_memory_v2", "ok", None,
+                                {"kv_memory_v2": rows, "kv_per_layer": layers}, duration_s=0.1)
+        store.record_experiment(run_id, "kv_memory", "skipped", PAYLOADS["img"] + " needs CUDA", duration_s=0.0)
+        store.record_experiment(run_id, PAYLOADS["script"], "failed", PAYLOADS["attr"], duration_s=0.0)
+        store.finish_run(run_id, "complete")
+    return {"run_id": run_id, "model": model, "meta": meta}
+
+
+@pytest.fixture(scope="session")
+def payload_site(tmp_path_factory) -> Path:
+    from analysis.site import build_site
+
+    base = tmp_path_factory.mktemp("payload")
+    db = base / "payload.duckdb"
+    write_payload_db(db)
+    out = base / "site"
+    build_site(db, out)
+    return out
+
+
+def chromium_available() -> tuple[bool, str]:
+    if not Path(CHROMIUM).exists():
+        return False, f"{CHROMIUM} is not installed (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return False, "playwright is not installed (pip install playwright; never `playwright install`)"
+    return True, ""

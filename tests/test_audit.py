@@ -1,0 +1,284 @@
+"""Token audits: provider conventions, rejects, errors, metrics with known answers (kvreport audit)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from runner.commands.audit import execute
+
+FIX = Path(__file__).parent / "fixtures" / "audit"
+
+
+def audit(tmp_path, *files, db_name="a.duckdb", **kw) -> tuple[dict, duckdb.DuckDBPyConnection]:
+    db = tmp_path / db_name
+    summary = execute([Path(f) for f in files], db=db, echo=lambda *_: None, **kw)
+    return summary, duckdb.connect(str(db), read_only=True)
+
+
+def rows(con, sql, *params) -> list[dict]:
+    cur = con.execute(sql, list(params))
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def session(con, sid) -> dict:
+    (r,) = rows(con, "SELECT * FROM token_audit WHERE session_id = ?", sid)
+    return r
+
+
+def rejects(con) -> dict[int, str]:
+    return {r["line"]: r["reason"] for r in rows(con, "SELECT line, reason FROM token_rejects ORDER BY line")}
+
+
+# --- provider conventions ------------------------------------------------------------------------------
+
+def test_openai_cached_tokens_are_part_of_the_prompt(tmp_path):
+    s, con = audit(tmp_path, FIX / "openai.jsonl")
+    a = session(con, "s-a")  # Chat Completions (1000 prompt, 499 cached) + Responses API (1200 input, 1000 cached)
+    assert a["input_tokens"] == 2200 and a["cached_input_tokens"] == 1499
+    assert a["pcer"] == pytest.approx(1499 / 2200)
+    assert s["overall_pcer"] == pytest.approx(1499 / 2500)  # token-weighted over every call
+    u = session(con, "u-7")  # no session_id: the request's `user` names the session
+    assert u["input_tokens"] == 300 and u["pcer"] == 0
+    # "2025-01-01T01:00:00+01:00" is midnight UTC
+    assert u["first_seen"] == dt.datetime(2025, 1, 1, 0, 0)
+
+
+def test_anthropic_input_tokens_exclude_cache_reads_and_writes(tmp_path):
+    _, con = audit(tmp_path, FIX / "anthropic.jsonl")
+    b = session(con, "s-b")  # input_tokens 499, cache_read 99,301, cache_creation 99,200
+    assert b["input_tokens"] == 499 + 99301 + 99200 == 199000
+    assert b["pcer"] == pytest.approx(0.499, abs=1e-12)
+    # The two classic mix-ups would have given these instead:
+    assert 99301 / (499 + 99301) == pytest.approx(0.995, abs=5e-4)  # cache writes forgotten
+    assert 99301 / 499 > 1                                          # input_tokens read as the total
+    (call,) = rows(con, "SELECT * FROM token_calls WHERE session_id = 's-b'")
+    assert call["cache_creation_input_tokens"] == 99200 and call["cached_input_tokens"] == 99301
+    c = session(con, "s-c")  # no cache fields at all: nothing cached, input as given
+    assert c["input_tokens"] == 10 and c["pcer"] == 0
+    r = rejects(con)
+    assert r[2] == "usage.input_tokens is not an integer (got 12 tokens)" and r[3] == "usage.output_tokens missing"
+    assert r[4].startswith("OpenAI-style usage")
+
+
+def test_otel_input_tokens_include_cached(tmp_path):
+    s, con = audit(tmp_path, FIX / "otel.jsonl")
+    conv = session(con, "conv-1")
+    assert conv["input_tokens"] == 1000 and conv["cached_input_tokens"] == 499 and conv["pcer"] == 0.499
+    assert s["n_calls"] == 1  # the HTTP span is not a call; the broken GenAI spans are rejected
+    (call,) = rows(con, "SELECT * FROM token_calls")
+    assert call["start_time"] == dt.datetime(2025, 1, 1) and call["end_time"] == dt.datetime(2025, 1, 1, 0, 0, 1, 500000)
+    assert call["provider_name"] == "openai" and call["request_model"] == "gpt-4o"
+    r = rejects(con)
+    assert "span 3 (0000000000000003): gen_ai.usage.input_tokens missing" == r[1]
+    assert r[2] == "malformed JSON" and "no resourceSpans" in r[3]
+    assert "cache_read.input_tokens (20) > gen_ai.usage.input_tokens (10)" in r[4]
+
+
+def test_otel_single_document(tmp_path):
+    s, con = audit(tmp_path, FIX / "otel_doc.json")
+    assert s["format"] == "otel" and session(con, "conv-doc")["pcer"] == 0.499
+
+
+def test_mixed_conventions_are_rejected_not_misread(tmp_path):
+    s, con = audit(tmp_path, FIX / "anthropic.jsonl", fmt="openai")
+    r = rejects(con)
+    assert "Anthropic-style usage" in r[1]  # would otherwise be PCER 99301/499 = 199
+    assert all(p is None or p <= 1 for (p,) in con.execute("SELECT pcer FROM token_audit").fetchall())
+    _, con2 = audit(tmp_path, FIX / "openai.jsonl", fmt="anthropic", db_name="b.duckdb")
+    assert "OpenAI-style usage" in rejects(con2)[1]
+
+
+# --- bad records: rejected with file, line and reason; good ones kept -------------------------------------
+
+def test_openai_rejects_name_line_and_reason(tmp_path):
+    s, con = audit(tmp_path, FIX / "openai.jsonl")
+    r = rejects(con)
+    assert set(r) == {3, 5, 6, 7, 8, 9}  # line 2 is blank: skipped, not rejected
+    assert r[3] == "malformed JSON"
+    assert r[5] == "usage.prompt_tokens is negative (-5)"
+    assert r[6] == "usage.prompt_tokens is not an integer (got 12.5)"
+    assert r[7] == "cached_tokens (200) > prompt_tokens (100)"
+    assert r[8] == "response has no usage"
+    assert s["n_calls"] == 3 and s["n_rejects"] == 6
+    assert {x for (x,) in con.execute("SELECT DISTINCT source FROM token_rejects").fetchall()} == {
+        str(FIX / "openai.jsonl")}
+    assert sorted(x for (x,) in con.execute("SELECT line FROM token_calls").fetchall()) == [1, 4, 10]
+
+
+def test_sessions_csv_rejects_and_the_articles_numbers(tmp_path):
+    s, con = audit(tmp_path, FIX / "sessions.csv")
+    r = rejects(con)
+    assert r == {5: "system_tokens is negative (-1)", 6: "user_tokens is not an integer (got 2.5)",
+                 7: "cached_input_tokens (21) > system_tokens + user_tokens (20)", 8: "assistant_tokens missing",
+                 9: "more fields than the header has columns"}
+    assert session(con, "sess-003")["pcer"] == pytest.approx(8000 / 13500)  # 0.5926
+    assert session(con, "sess-001")["spor"] == pytest.approx(2000 / 2150)
+    assert session(con, "sess-002")["spor_warning"] and not session(con, "sess-003")["spor_warning"]
+    # Priced at GPT-2's 36,864 B/token (formula, 16-bit), not the article's 1,500 B: all three cross 15 MB.
+    assert s["kv_bytes_per_token"] == 36864 and s["kv_bytes_source"] == "formula"
+    assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * 36864
+    assert s["n_kv_warnings"] == 3
+
+
+def test_sessions_parquet(tmp_path):
+    pq = tmp_path / "s.parquet"
+    duckdb.sql(f"""COPY (SELECT * FROM (VALUES ('p-1', 100, 50.0, 10, 30), ('p-2', 10, 2.5, 1, 0),
+                   ('p-3', -1, 1.0, 1, 0)) t(session_id, system_tokens, user_tokens, assistant_tokens,
+                   cached_input_tokens)) TO '{pq}' (FORMAT PARQUET)""")
+    s, con = audit(tmp_path, pq)
+    assert s["format"] == "sessions" and session(con, "p-1")["pcer"] == pytest.approx(30 / 150)
+    assert rejects(con) == {2: "user_tokens is not an integer (got 2.5)", 3: "system_tokens is negative (-1)"}
+
+
+def test_invalid_utf8_and_long_lines(tmp_path):
+    good = json.loads((FIX / "openai.jsonl").read_text().splitlines()[0])
+    big = dict(good, request={"messages": [{"role": "user", "content": "x" * 3_000_000}]})
+    log = tmp_path / "mixed.jsonl"
+    log.write_bytes(json.dumps(good).encode() + b"\n" + b'{"session_id": "\xff\xfe"}\n' + json.dumps(big).encode()
+                    + b"\r\n" + json.dumps(good).encode() + b"\n{oops\n")  # mixed line endings too
+    s, con = audit(tmp_path, log)
+    assert s["n_calls"] == 3 and rejects(con) == {2: "malformed JSON", 5: "malformed JSON"}
+
+
+# --- whole-file errors: clear message, non-zero exit, nothing written ---------------------------------------
+
+def cli(*argv):
+    from runner.cli import main
+
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code
+    return 0
+
+
+def test_unknown_format_and_unreadable_files_write_nothing(tmp_path, capsys):
+    db = tmp_path / "k.duckdb"
+    junk = tmp_path / "notes.txt"
+    junk.write_text("hello world\n")
+    assert cli("audit", junk, "--db", db) == 2
+    err = capsys.readouterr().err
+    assert "notes.txt" in err and "Traceback" not in err
+    assert cli("audit", tmp_path / "missing.jsonl", "--db", db) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert cli("audit", tmp_path, "--db", db) == 2  # a folder
+    assert cli("audit", FIX / "openai.jsonl", "--format", "csv", "--db", db) == 2
+    assert not db.exists()
+
+
+def test_nothing_valid_and_strict(tmp_path, capsys):
+    db = tmp_path / "k.duckdb"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"response": {"usage": {"prompt_tokens": -1, "completion_tokens": 1}}}\n{oops\n')
+    assert cli("audit", bad, "--format", "openai", "--db", db) == 1
+    assert "no valid records" in capsys.readouterr().err and not db.exists()
+    assert cli("audit", FIX / "openai.jsonl", "--strict", "--db", db) == 1
+    err = capsys.readouterr().err
+    assert "--strict: 6 record(s) rejected" in err and "openai.jsonl:3: malformed JSON" in err
+    assert not db.exists()
+    # Into an existing DB: a failed audit adds nothing to it.
+    execute([FIX / "sessions.jsonl"], db=db, echo=lambda *_: None)
+    assert cli("audit", FIX / "openai.jsonl", "--strict", "--db", db) == 1
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM audits").fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM token_rejects").fetchone()[0] == 0
+    con.close()
+    assert cli("audit", FIX / "openai.jsonl", "--db", db) == 0  # rejects without --strict: exit 0
+    assert "rejected: 6 record(s)" in capsys.readouterr().out
+
+
+# --- metrics with known answers -----------------------------------------------------------------------------
+
+def test_spor_is_null_with_a_reason_without_counts_or_tokenizer(tmp_path):
+    s, con = audit(tmp_path, FIX / "openai.jsonl")
+    assert s["overall_spor"] is None and "--tokenizer" in s["spor_reason"]
+    a = session(con, "s-a")
+    assert a["spor"] is None and "--tokenizer" in a["spor_reason"] and a["spor_warning"] is None
+
+
+def test_leakage_index_and_ttl_sweep_known_answer(tmp_path):
+    """A, B: 1,000 tokens from t=0; A's last activity at 100 s, B's at 1,000 s (the log's end); C: 2,000
+    tokens, last activity 200 s, disconnects at 250 s. Idle timeout 300 s:
+    idle = A 600 s x 1k + C 750 s x 2k = 2,100 k-token-s of 4,000 held: leakage 0.525."""
+    s, con = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=300)
+    assert s["leakage_index"] == pytest.approx(0.525)
+    bpt = s["kv_bytes_per_token"]
+    assert session(con, "A")["idle_kv_byte_seconds"] == pytest.approx(600 * 1000 * bpt)
+    assert session(con, "C")["idle_kv_byte_seconds"] == pytest.approx(750 * 2000 * bpt)
+    ttl = {r["ttl_s"]: r for r in rows(con, "SELECT * FROM token_ttl_sweep")}
+    # TTL 60 s: A held 160 s, B all 1,000 s, C until its disconnect at 250 s.
+    assert ttl[60.0]["held_byte_seconds"] == pytest.approx((160 * 1000 + 1000 * 1000 + 250 * 2000) * bpt)
+    assert ttl[60.0]["capacity_multiplier"] == pytest.approx(4000 / 1660)
+    assert ttl[300.0]["freed_share"] == pytest.approx(s["leakage_index"])
+    assert ttl[None]["capacity_multiplier"] == 1
+    assert "assumed" in ttl[None]["memory_source"]  # no measured memory figure in a fresh DB
+    s2, _ = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=1000, db_name="b.duckdb")
+    assert s2["leakage_index"] == pytest.approx(750 * 2000 / 4000 / 1000)  # only C's disconnect remains
+
+
+def _tokenizer(path: Path, words: list[str]) -> Path:
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import WordLevel
+
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(["[UNK]", *words])}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(path))
+    return path
+
+
+def test_tokenizer_counts_spor_and_finds_a_timestamp_at_the_top(tmp_path):
+    words = "Time : 10 11 You are a helpful bot . hi again Reply in JSON please with keys".split()
+    tok = _tokenizer(tmp_path / "tokenizer.json", words)
+    log = tmp_path / "chat.jsonl"
+    lines = []
+    history = []
+    for i, t in enumerate(["10", "11"]):
+        history.append({"role": "user", "content": "hi again . Reply in JSON please with keys ."})
+        sys_msg = {"role": "system", "content": f"Time : {t} . You are a helpful bot ."}  # 10 tokens
+        lines.append({"session_id": "ts", "timestamp": 1735689600 + 60 * i,
+                      "request": {"messages": [sys_msg, *history]},
+                      "response": {"object": "chat.completion",
+                                   "usage": {"prompt_tokens": 30, "completion_tokens": 3,
+                                             "prompt_tokens_details": {"cached_tokens": 0}}}})
+        history.append({"role": "assistant", "content": "hi"})
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    s, con = audit(tmp_path, log, tokenizer=str(tok))
+    assert s["overall_spor"] == pytest.approx(10 / 30) and s["content_calls"] == 2
+    (b,) = rows(con, "SELECT * FROM token_bloat")
+    assert b["broken_pairs"] == 1 and b["diverge_in"] == "system prompt"
+    assert b["diverge_context"].endswith("Time : 1") and b["diverge_prev"].startswith("0") and b["diverge_next"].startswith("1")
+    assert b["achievable_pcer"] < b["stable_prefix_pcer"]
+    (rep,) = rows(con, "SELECT * FROM token_repeats")
+    assert rep["instruction"] == "Reply in JSON please with keys" and rep["n_turns"] == 2 and rep["tokens"] == 6
+    # Message text never reaches the DB beyond the short snippets above.
+    assert "helpful bot" not in json.dumps(rows(con, "SELECT * FROM token_calls"), default=str)
+
+
+def test_measured_bytes_per_token_preferred(tmp_path):
+    from runner.commands.run import execute as run
+
+    db = tmp_path / "k.duckdb"
+    run("tiny-gpt2", "cpu", "auto", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])
+    s, _ = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
+    assert s["kv_bytes_source"] == "measured" and s["kv_bytes_per_token"] == 1024  # 2x2x4x16x4 at fp32
+    assert "run 1" in s["kv_bytes_detail"]
+
+
+def test_unknown_model_is_a_clear_error(tmp_path, capsys):
+    assert cli("audit", FIX / "sessions.csv", "--model", "gpt-99", "--db", tmp_path / "k.duckdb") == 2
+    assert "unknown model" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file(tmp_path, capsys):
+    f = tmp_path / "locked.jsonl"
+    f.write_text("{}\n")
+    f.chmod(0)
+    assert cli("audit", f, "--db", tmp_path / "k.duckdb") == 2
+    assert "cannot read" in capsys.readouterr().err

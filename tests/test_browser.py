@@ -1,0 +1,176 @@
+"""The built site in headless Chromium (Debian's /usr/bin/chromium driven by Playwright from PyPI; never
+`playwright install`): over file:// and over HTTP under a sub-path, every page loads with zero console
+errors, every chart renders, every local link resolves; the phone layout does not scroll sideways; dark
+mode and the keyboard work; and the XSS payloads written into the DB never execute."""
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from conftest import CHROMIUM, chromium_available
+
+OK, WHY = chromium_available()
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not OK, reason=WHY)]
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync"]
+SUB_PATH = "/some/sub/path/"
+PHONE = {"width": 390, "height": 844}
+
+# Every local href/src on the page, resolved by the browser against the page's own URL.
+LINKS_JS = """() => Array.from(document.querySelectorAll('a[href], link[href], script[src], img[src]'))
+  .map(e => e.href || e.src)"""
+CHARTS_JS = """() => Array.from(document.querySelectorAll('.plot')).map(
+  e => [e.id, !!e.querySelector('svg.main-svg'), e.querySelectorAll('.trace, .barlayer .point').length])"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server(built_site, tmp_path_factory):
+    """python's http.server on 127.0.0.1 serving a parent folder; the site is mounted at SUB_PATH."""
+    root = tmp_path_factory.mktemp("www")
+    shutil.copytree(built_site, root / SUB_PATH.strip("/"))
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}{SUB_PATH}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _watch(page) -> list[str]:
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
+            and "Plotly" not in m.text else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    return problems
+
+
+def _check_page(page, url: str) -> list[str]:
+    """Load, wait for the charts, return the page's local links."""
+    page.goto(url, wait_until="load")
+    charts = page.evaluate(CHARTS_JS)
+    for cid, has_svg, _ in charts:
+        assert has_svg, f"{url}: chart {cid} did not render"
+    return [link for link in page.evaluate(LINKS_JS) if link.startswith(("file:", "http://127.0.0.1"))]
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(p.name for p in site.glob("*.html"))
+
+
+def test_every_page_over_file_url(browser, built_site):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    problems = _watch(page)
+    n_charts = 0
+    for name in _pages(built_site):
+        links = _check_page(page, (built_site / name).as_uri())
+        n_charts += len(page.evaluate(CHARTS_JS))
+        for link in links:
+            parts = urlsplit(link)
+            target = Path(parts.path)
+            assert target.is_file(), f"{name}: {link} does not resolve"
+            assert built_site.resolve() in target.resolve().parents, f"{name}: {link} leaves the site"
+    assert problems == []
+    assert n_charts >= 3
+    ctx.close()
+
+
+def test_every_page_over_http_under_a_sub_path_on_a_phone(browser, built_site, server):
+    ctx = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = ctx.new_page()
+    problems = _watch(page)
+    checked: set[str] = set()
+    for name in _pages(built_site):
+        url = urljoin(server, name)
+        links = _check_page(page, url)
+        # No sideways scrolling of the page itself on a 390 px phone; wide tables scroll in their wrapper.
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"{name}: the page is {overflow}px wider than the phone"
+        for link in links:
+            link = link.split("#")[0]
+            assert urlsplit(link).path.startswith(SUB_PATH), f"{name}: {link} escapes {SUB_PATH}"
+            if link not in checked:
+                checked.add(link)
+                resp = page.request.get(link)
+                assert resp.status == 200, f"{name}: {link} -> {resp.status}"
+    assert problems == []
+    ctx.close()
+
+
+def test_dark_theme_and_keyboard(browser, built_site):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    page = ctx.new_page()
+    problems = _watch(page)
+    page.goto((built_site / "memory.html").as_uri(), wait_until="load")
+    bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert bg == "rgb(15, 23, 42)", bg
+    # Plotly draws axis labels in the dark theme's light ink.
+    tick = page.evaluate("() => getComputedStyle(document.querySelector('.plot .xtick text')).fill")
+    assert tick == "rgb(226, 232, 240)", tick
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "skip"
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.id") == "main"
+    page.keyboard.press("Tab")  # the next stop is inside the content, not back in the header
+    inside = page.evaluate("() => document.getElementById('main').contains(document.activeElement)")
+    assert inside
+    assert problems == []
+    ctx.close()
+
+
+def test_xss_payloads_never_execute(browser, payload_site):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    problems = _watch(page)
+    shown = 0
+    for name in _pages(payload_site):
+        page.goto((payload_site / name).as_uri(), wait_until="load")
+        # Fire the events an attribute payload would hook: hover, focus and click on every element.
+        page.evaluate("""() => document.querySelectorAll('body *').forEach(e => {
+            for (const t of ['mouseover', 'mouseenter', 'focus', 'load', 'error'])
+              e.dispatchEvent(new Event(t, {bubbles: true}));
+          })""")
+        page.mouse.move(300, 300)
+        page.mouse.move(600, 500)
+        assert page.evaluate("() => window.__xss") is None, f"{name}: a payload ran (window.__xss set)"
+        imgs = page.evaluate("() => Array.from(document.images).map(i => i.getAttribute('src'))")
+        assert all(src.startswith("assets/") for src in imgs), f"{name}: injected image {imgs}"
+        injected = page.evaluate("""() => Array.from(document.querySelectorAll('*')).filter(
+            e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length""")
+        assert injected == 0, f"{name}: an element carries an on* handler"
+        text = page.evaluate("() => document.body.innerText")
+        shown += text.count("<script>window.__xss=1</script>")
+        # In charts, Plotly shows the payload as text (entity-escaped), it does not parse it as markup.
+        legend = page.evaluate("() => Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)")
+        if name == "memory.html":
+            assert any('<img src=x onerror="window.__xss=3">' in t for t in legend), legend
+    assert shown > 0, "the payload text never appeared on a page: nothing was tested"
+    assert problems == []
+    ctx.close()

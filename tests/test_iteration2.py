@@ -1,0 +1,305 @@
+"""Iteration 2: device ceilings, decode step cost, fragmentation, compaction, their SQL and pages.
+CPU only, tiny models; GPU-only paths are checked for their skip and failure handling."""
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import duckdb
+import pytest
+import torch
+
+from runner import ceilings
+from runner.experiments import RunContext, Skip
+from runner.experiments import kv_compact_v2 as kc
+from runner.experiments import kv_decode_cost_v2 as kd
+from runner.experiments import kv_frag_v2 as kf
+from runner.frag_child import plan
+from runner.kv_cache import cache_seq_len, forward_with_cache
+from runner.kv_formula import kv_shape
+from runner.models import load_model
+
+CPU = torch.device("cpu")
+ITER2 = ["device_ceilings", "kv_decode_cost_v2", "kv_frag_v2", "kv_compact_v2"]
+
+
+def ctx_for(name: str, **shared) -> RunContext:
+    lm = load_model(name, CPU, torch.float32)
+    return RunContext(run_id=1, device=CPU, dtype=torch.float32, loaded=lm, quick=True, shared=dict(shared))
+
+
+# --- ceilings ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, gbs", [
+    ("NVIDIA H200", 4800.0), ("NVIDIA H100 80GB HBM3", 3350.0), ("NVIDIA H100 PCIe", 2000.0),
+    ("NVIDIA A100-SXM4-80GB", 2039.0), ("NVIDIA A100 80GB PCIe", 2039.0), ("NVIDIA A100-SXM4-40GB", 1555.0),
+    ("NVIDIA L4", 300.0), ("NVIDIA A10G", 600.0), ("NVIDIA GeForce RTX 4090", 1008.0),
+    ("NVIDIA GeForce RTX 3090", 936.0), ("NVIDIA GeForce RTX 2070", 448.0), ("Tesla T4", 320.0),
+    ("Tesla V100-SXM2-16GB", 900.0),
+    # Not in the table: no number is invented, and near-miss names do not match a neighbour.
+    ("NVIDIA L40S", None), ("NVIDIA B200", None), ("Tesla V100S-PCIE-32GB", None), ("", None),
+])
+def test_table_peak_by_name(name, gbs):
+    assert ceilings.table_peak(name) == gbs
+
+
+def test_cpu_has_no_theoretical_peak():
+    gbs, source = ceilings.theoretical_peak(CPU)
+    assert gbs is None and source.startswith("none")
+
+
+def test_copy_roof_on_cpu_is_sane():
+    r = ceilings.measure_copy_roof(CPU, 32 << 20, warmup=1, repeats=5)
+    assert r["roof_n"] == 5
+    assert r["roof_bytes"] == 2 * (32 << 20)  # read + written
+    assert 0.1 < r["roof_gbs"] < 10_000
+    assert r["roof_p25_gbs"] <= r["roof_gbs"] <= r["roof_p75_gbs"]
+
+
+def test_roof_is_measured_when_no_experiment_published_it():
+    ctx = ctx_for("tiny-gpt2")
+    roof, peak = ceilings.roof_and_peak(ctx)
+    assert roof > 0 and peak is None and ctx.shared["copy_roof_gbs"] == roof
+
+
+# --- compaction -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype, row", [(torch.float32, 48), (torch.float16, 40), (torch.float16, 3),
+                                        (torch.bfloat16, 6)])
+def test_compaction_methods_are_correct(dtype, row):
+    w = kc.make_workload(n_tensors=6, n_live=5, row=row, dtype=dtype, device=CPU)
+    assert kc.is_correct(w, w.naive)
+    assert kc.is_correct(w, w.batched)
+    # The reference really is "live slots of every tensor, in order".
+    ref = torch.stack([torch.stack([w.pool[j, i] for i in w.idx.tolist()]) for j in range(6)])
+    assert torch.equal(w.dst, ref)
+
+
+def test_compaction_check_catches_a_wrong_gather():
+    w = kc.make_workload(n_tensors=4, n_live=4, row=16, dtype=torch.float32, device=CPU)
+    slots = w.pool.shape[1]
+    shifted = (w.idx + 1) % slots
+
+    def wrong_rows():
+        torch.index_select(w.pool, 1, shifted, out=w.dst)
+
+    def skips_last_tensor():
+        for j in range(w.pool.shape[0] - 1):
+            torch.index_select(w.pool[j], 0, w.idx, out=w.dst[j])
+
+    assert not kc.is_correct(w, wrong_rows)
+    assert not kc.is_correct(w, skips_last_tensor)  # its NaN poison survives
+    assert kc.is_correct(w, w.batched)
+
+
+def test_workload_shapes():
+    assert kc.shape_for(64 << 10, 36864, 1024) == (1, 2)
+    assert kc.shape_for(1 << 30, 36864, 1024) == (57, 512)
+    assert kc.shape_for(1 << 20, 1024, 256) == (4, 256)
+
+
+def test_compaction_run_rows():
+    ctx = ctx_for("tiny-llama-gqa", copy_roof_gbs=10.0, peak_gbs=None)
+    rows = kc.run(ctx).tables["kv_compact_v2"]
+    assert {r["method"] for r in rows} == {"naive", "batched"}
+    assert len(rows) == 2 * len(kc.CPU_TARGETS_QUICK)
+    shape = kv_shape(ctx.config)
+    for r in rows:
+        assert r["correct"]
+        assert r["bytes_moved"] == 2 * r["kv_bytes"] == 2 * r["n_requests"] * r["seq_len"] * shape.bytes_per_token(4)
+        assert r["pct_of_roof"] == pytest.approx(r["gbs"] / 10.0)
+        assert r["pct_of_peak"] is None
+        assert r["p25_ms"] <= r["time_ms"] <= r["p75_ms"]
+        assert r["launches"] == (2 * shape.n_layers if r["method"] == "naive" else 1)
+    assert max(r["kv_bytes"] for r in rows) > 10e6 and min(r["kv_bytes"] for r in rows) < 1e6
+
+
+# --- decode -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama-gqa"])
+def test_decode_growth_equals_batch_times_formula(model):
+    ctx = ctx_for(model, copy_roof_gbs=10.0, peak_gbs=None)
+    with torch.inference_mode():
+        rows = kd.run(ctx).tables["kv_decode_cost_v2"]
+    per_token = kv_shape(ctx.config).bytes_per_token(4)
+    assert len(rows) == len(kd.sweep(ctx)) == 4
+    for r in rows:
+        assert r["kv_growth_bytes"] == r["batch_size"] * per_token == r["expected_growth_bytes"]
+        assert r["growth_match"]
+        assert r["kv_bytes"] == r["batch_size"] * r["prefix_len"] * per_token
+        assert r["bytes_read"] == r["weight_bytes"] + r["kv_bytes"]
+        assert r["achieved_gbs"] == pytest.approx(r["bytes_read"] / (r["step_ms"] * 1e-3) / 1e9)
+        assert r["pct_of_roof"] == pytest.approx(r["achieved_gbs"] / 10.0)
+        assert r["n"] == 8 and r["restore_method"] in ("crop", "deepcopy")
+
+
+def test_restorer_brings_the_cache_back_to_the_prefix():
+    ctx = ctx_for("tiny-gpt2")
+    with torch.inference_mode():
+        _, cache = forward_with_cache(ctx.model, ctx.input_ids(2, 20))
+        rest = kd.Restorer(cache, 20)
+        for _ in range(3):
+            forward_with_cache(ctx.model, ctx.input_ids(2, 1), rest.cache)
+            assert cache_seq_len(rest.cache) == 21
+            rest.restore()
+            assert cache_seq_len(rest.cache) == 20
+
+
+def test_decode_sweep_respects_position_limit():
+    ctx = ctx_for("tiny-gpt2")  # 512 positions
+    ctx.quick = False
+    assert max(p for p, _ in kd.sweep(ctx)) == 256  # 512 + 1 would not fit
+
+
+# --- fragmentation ----------------------------------------------------------------------------------
+
+def test_frag_skipped_on_cpu_with_reason():
+    with pytest.raises(Skip, match="CUDA"):
+        kf.run(ctx_for("tiny-gpt2"))
+
+
+def test_frag_plan_is_deterministic():
+    spec = {"n_requests": 20, "min_len": 16, "max_len": 100, "evict_fraction": 0.4, "seed": 3}
+    lengths, evicted = plan(spec)
+    assert (lengths, evicted) == plan(spec)
+    assert len(lengths) == 20 and all(16 <= n <= 100 for n in lengths)
+    assert len(evicted) == 8 and len(set(evicted)) == 8
+    assert plan({**spec, "seed": 4}) != (lengths, evicted)
+
+
+def test_frag_child_failure_is_a_clear_error():
+    spec = kf.scenario_spec(ctx_for("tiny-gpt2"), 1 << 20)
+    spec["device"] = "cpu"
+    with pytest.raises(kf.FragChildError, match="default allocator: scenario child exited 3: .*needs a CUDA"):
+        kf.run_child("default", spec, timeout_s=120)
+
+
+# --- SQL and pages ----------------------------------------------------------------------------------
+
+class Page(HTMLParser):
+    def __init__(self, text):
+        super().__init__()
+        self.ids, self.text, self.tables = set(), [], {}
+        self._table = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "table":
+            self._table = a.get("id")
+            self.tables[self._table] = 0
+        if tag == "tr" and self._table is not None:
+            self.tables[self._table] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    @property
+    def plain(self):
+        return " ".join(" ".join(self.text).split())
+
+
+@pytest.fixture(scope="module")
+def cpu_site(tmp_path_factory):
+    from analysis.site import build_site
+    from runner.commands.run import execute
+
+    tmp = tmp_path_factory.mktemp("iter2")
+    db = tmp / "k.duckdb"
+    execute("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *a, **k: None, only=ITER2)
+    build_site(db, tmp / "site")
+    return db, tmp / "site"
+
+
+def test_cpu_db_experiment_statuses(cpu_site):
+    db, _ = cpu_site
+    con = duckdb.connect(str(db), read_only=True)
+    status = dict(con.execute("SELECT experiment, status FROM experiments").fetchall())
+    con.close()
+    assert status == {"device_ceilings": "ok", "kv_decode_cost_v2": "ok", "kv_frag_v2": "skipped",
+                      "kv_compact_v2": "ok"}
+
+
+def test_pages_on_cpu_db(cpu_site):
+    _, site = cpu_site
+    frag = Page((site / "fragmentation.html").read_text())
+    assert "fragmentation-skipped" in frag.ids
+    assert "skipped because needs the CUDA caching allocator" in frag.plain
+    assert not any(i.startswith("fragmentation-memory-run") for i in frag.ids)
+
+    decode = Page((site / "decode.html").read_text())
+    assert "decode-step-run1" in decode.ids
+    assert decode.tables["decode-steps"] == 1 + 4  # header + 2 prefixes x 2 batches
+    assert "weights / copy roof" in (site / "decode.html").read_text()
+
+    comp = Page((site / "compaction.html").read_text())
+    assert "compaction-gbs-run1" in comp.ids
+    assert comp.tables["compaction-ratios"] == 1 + len(kc.CPU_TARGETS_QUICK)
+    assert "no theoretical figure for CPUs" in comp.plain
+    assert "measured copy roof" in (site / "compaction.html").read_text()
+
+
+def test_claims_on_cpu_db(cpu_site):
+    from analysis.queries import Queries
+
+    db, _ = cpu_site
+    con = duckdb.connect(str(db), read_only=True)
+    q = Queries(con)
+    decode = {r["claim_id"]: r for r in q("claim_decode")}
+    assert decode["decode_growth_per_step"]["verdict"] == "confirmed"
+    # tiny-gpt2 on a CPU is nowhere near the copy roof: the bandwidth-bound reading does not hold.
+    assert decode["decode_bandwidth_bound"]["verdict"] == "refuted"
+    comp = {r["claim_id"]: r for r in q("claim_compaction")}
+    assert comp["compact_large_10mb"]["verdict"] == "differs by hardware"
+    frag = q("claim_fragmentation")
+    assert len(frag) == 1 and frag[0]["verdict"] == "not measured" and frag[0]["run_id"] is None
+    assert "CUDA" in frag[0]["reasoning"]
+    for name in ("claim_decode", "claim_compaction", "claim_fragmentation"):
+        rows = q(name)
+        assert list(rows[0]) == ["claim_id", "source", "claim", "seed_value", "seed_hardware", "run_id",
+                                 "measured_value", "verdict", "reasoning"]
+    assert q("headline_fragmentation") == []
+    assert len(q("headline_decode")) == 1 and len(q("headline_compaction")) == 1
+    con.close()
+
+
+def test_fragmentation_page_and_claim_with_gpu_rows(tmp_path):
+    """GPU-shaped rows (written by hand, for the renderer only): the page draws the chart and the table,
+    and the claim's verdict follows the numbers."""
+    from analysis.queries import Queries
+    from analysis.site import build_site
+    from runner.store import Store
+
+    db = tmp_path / "g.duckdb"
+    mb = 1_000_000
+    phases = [("admitted", 900, 1000, 20), ("after_evict", 500, 1000, 60), ("after_empty_cache", 500, 700, 10)]
+    rows = [{"allocator": alloc, "phase": ph, "allocated_bytes": a * mb, "reserved_bytes": r * mb,
+             "inactive_split_bytes": s * mb, "num_alloc_retries": 0, "live_requests": 10 if ph == "admitted" else 6,
+             "evicted_bytes": 0 if ph == "admitted" else 400 * mb, "n_requests": 10, "kv_live_bytes": 500 * mb,
+             "setting_confirmed": True}
+            for alloc in ("default", "expandable_segments") for ph, a, r, s in phases]
+    with Store(db) as store:
+        run_id = store.begin_run({"device_kind": "cuda", "device_name": "Synthetic GPU", "model": "tiny-gpt2",
+                                  "dtype": "float16"})
+        store.record_experiment(run_id, "kv_frag_v2", "ok", None, {"kv_frag_v2": rows})
+        store.finish_run(run_id, "complete")
+    build_site(db, tmp_path / "site")
+    page = Page((tmp_path / "site" / "fragmentation.html").read_text())
+    assert "fragmentation-memory-run1" in page.ids
+    assert "fragmentation-skipped" not in page.ids
+    assert page.tables["fragmentation-retention"] == 1 + 2
+    assert page.tables["fragmentation-phases"] == 1 + 6
+
+    con = duckdb.connect(str(db), read_only=True)
+    q = Queries(con)
+    claim = q("claim_fragmentation")
+    assert [c["verdict"] for c in claim] == ["confirmed"]  # 500 MB retained after evicting 400 MB
+    assert "evicted 400.0 MB" in claim[0]["measured_value"]
+    head = q("headline_fragmentation")
+    assert head[0]["value"] == pytest.approx(500.0) and head[0]["page"] == "fragmentation.html"
+    con.close()

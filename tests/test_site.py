@@ -1,0 +1,483 @@
+"""The site, without a browser: every page and link, charts with tables and CSVs of exactly the rows
+shown, determinism, strictness (a broken query, page, template, contract or link stops the build with a
+message naming it), escaping of untrusted strings, and the comparison logic."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from analysis import queries as queries_mod
+from analysis import site as site_mod
+from analysis.pages import claims as claims_page
+from analysis.pages import compare as compare_page
+from analysis.site import BuildError, build_site, check_links
+from conftest import PAYLOADS, write_payload_db
+
+MAX_PAGE_BYTES = 300_000  # "no HTML page over a few hundred KB"
+
+
+class Doc(HTMLParser):
+    """Just enough of the DOM for assertions: elements with attributes, text per element, script blocks."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict]] = []
+        self.scripts: list[tuple[dict, str]] = []
+        self.tables: list[dict] = []
+        self._stack: list[dict] = []
+        self._script: dict | None = None
+        self._text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a))
+        if tag == "script":
+            self._script = a
+            self._text = []
+        if tag == "table":
+            self._stack.append({"attrs": a, "body_rows": 0, "in_body": False})
+        if self._stack:
+            t = self._stack[-1]
+            if tag == "tbody":
+                t["in_body"] = True
+            if tag == "tr" and t["in_body"]:
+                t["body_rows"] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._script is not None:
+            self.scripts.append((self._script, "".join(self._text)))
+            self._script = None
+        if tag == "table" and self._stack:
+            self.tables.append(self._stack.pop())
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._text.append(data)
+
+    def find(self, tag=None, **attrs) -> list[dict]:
+        return [a for t, a in self.elements if (tag is None or t == tag)
+                and all(a.get(k.rstrip("_").replace("_", "-")) == v for k, v in attrs.items())]
+
+
+def pages_of(site: Path) -> list[Path]:
+    return sorted(site.glob("*.html"))
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The built fixture site
+
+def test_every_page_is_built_and_in_the_navigation(built_site):
+    from analysis.site import page_modules
+
+    expected = {f"{m.PAGE.slug}.html" for m in page_modules()}
+    assert {p.name for p in pages_of(built_site)} == expected
+    for required in ("index.html", "memory.html", "claims.html", "compare.html", "data.html"):
+        assert required in expected
+    for page in pages_of(built_site):
+        doc = Doc(page.read_text(encoding="utf-8"))
+        nav = {a["href"] for a in doc.find("a") if a.get("href", "").endswith(".html")}
+        assert expected <= nav | {"index.html"}, page.name
+        assert len(doc.find("a", aria_current="page")) == 1, page.name
+        assert doc.find("a", class_="skip", href="#main") and doc.find("main", id="main"), page.name
+        assert doc.find("link", rel="icon", href="assets/favicon.svg"), page.name
+
+
+def test_pages_are_small_and_plotly_is_shipped_once_not_inlined(built_site):
+    for page in pages_of(built_site):
+        text = page.read_text(encoding="utf-8")
+        assert len(text.encode()) < MAX_PAGE_BYTES, f"{page.name}: {len(text.encode()):,} bytes"
+        doc = Doc(text)
+        srcs = [a.get("src") for a, _ in doc.scripts if a.get("src")]
+        assert srcs == ["assets/plotly.min.js", "assets/site.js"], page.name
+        # Every other script element is an inert JSON data block.
+        assert all(a.get("type") == "application/json" for a, _ in doc.scripts if not a.get("src")), page.name
+        assert "cdn" not in text.lower() and "https://" not in text, page.name
+    assert (built_site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
+
+
+def test_all_local_links_resolve_and_are_relative(built_site):
+    check_links(built_site, [p.name for p in pages_of(built_site)])  # raises naming the page and link
+    for page in pages_of(built_site):
+        for tag, a in Doc(page.read_text(encoding="utf-8")).elements:
+            for key in ("href", "src"):
+                if key in a:
+                    assert not a[key].startswith("/"), f"{page.name}: absolute {key} {a[key]}"
+
+
+def test_every_chart_has_text_alternative_data_table_and_csv_of_its_points(built_site):
+    n_charts = 0
+    for page in pages_of(built_site):
+        doc = Doc(page.read_text(encoding="utf-8"))
+        blocks = {a["id"]: body for a, body in doc.scripts if a.get("type") == "application/json"}
+        for plot in doc.find("div", class_="plot"):
+            n_charts += 1
+            cid = plot["id"]
+            assert plot.get("role") == "img" and len(plot.get("aria-label", "")) > 20, cid
+            spec = json.loads(blocks[plot["data-figure"]])
+            assert spec["data"], f"{cid}: a rendered chart with no traces"
+            points = sum(len(t.get("y") or t.get("x") or []) for t in spec["data"])
+            rows = read_csv(built_site / "data" / f"{cid}.csv")
+            assert len(rows) > 1, f"{cid}: empty CSV for a drawn chart"
+            if rows[0][0] == "series":  # rows derived from the traces (pages may pass their own rows=)
+                # Every plotted point plus one row per reference line (ceilings), nothing else.
+                n_hlines = len(spec["layout"].get("shapes", []))
+                assert len(rows) - 1 == points + n_hlines, cid
+            assert doc.find("a", href=f"data/{cid}.csv"), f"{page.name}: no CSV link for {cid}"
+            for axis in ("xaxis", "yaxis"):
+                assert spec["layout"][axis]["title"]["text"], f"{cid}: {axis} has no title (units)"
+    assert n_charts >= 3
+
+
+def test_every_table_links_a_csv_of_exactly_its_rows(built_site):
+    n_tables = 0
+    for page in pages_of(built_site):
+        text = page.read_text(encoding="utf-8")
+        doc = Doc(text)
+        for t in doc.tables:
+            tid = t["attrs"].get("id")
+            if not tid or not (built_site / "data" / f"{tid}.csv").exists():
+                continue  # the claims tables share one ledger CSV (checked below)
+            n_tables += 1
+            rows = read_csv(built_site / "data" / f"{tid}.csv")
+            shown = t["body_rows"]
+            empty = f'id="{tid}"' in text and shown == 1 and len(rows) == 1
+            assert len(rows) - 1 == shown or empty, f"{page.name} table {tid}: {shown} rows vs CSV {len(rows) - 1}"
+            assert doc.find("a", href=f"data/{tid}.csv"), f"{page.name}: no link to data/{tid}.csv"
+    assert n_tables >= 5
+
+
+def test_numbers_are_right_aligned(built_site):
+    text = (built_site / "memory.html").read_text(encoding="utf-8")
+    doc = Doc(text)
+    numeric = [a for t, a in doc.elements if t == "td" and "int" in a.get("class", "").split()]
+    assert numeric and all("r" in a["class"].split() for a in numeric)
+    css = (built_site / "assets" / "site.css").read_text(encoding="utf-8")
+    assert "td.r, th.r { text-align: right;" in css
+
+
+def test_overview_has_headlines_runs_environment_and_skips(built_site, fixture_db):
+    import duckdb
+
+    con = duckdb.connect(str(fixture_db), read_only=True)
+    n_runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    n_skipped = con.execute("SELECT count(DISTINCT (experiment, reason)) FROM experiments "
+                            "WHERE status <> 'ok'").fetchone()[0]
+    bpt = con.execute("SELECT bytes_per_token FROM kv_memory_v2 ORDER BY run_id DESC, seq_len DESC LIMIT 1").fetchone()[0]
+    con.close()
+    text = (built_site / "index.html").read_text(encoding="utf-8")
+    doc = Doc(text)
+    assert len(read_csv(built_site / "data" / "runs-environment.csv")) - 1 == n_runs
+    assert len(read_csv(built_site / "data" / "runs-skipped.csv")) - 1 == n_skipped
+    assert doc.find("a", class_="evidence", href="memory.html")
+    assert f"{int(bpt):,}" in text  # the measured number, not a typed-in one
+    for header in ("device", "GPU memory", "driver", "CUDA", "torch", "transformers", "model", "dtype",
+                   "random weights", "started (UTC)"):
+        assert f">{header}</th>" in text, header
+
+
+def test_claims_ledger_unions_every_claim_query_with_valid_verdicts(built_site, fixture_db):
+    rows = read_csv(built_site / "data" / "claims-ledger.csv")
+    assert rows[0] == claims_page.CLAIM_COLUMNS
+    body = [dict(zip(rows[0], r)) for r in rows[1:]]
+    assert {r["verdict"] for r in body} <= set(claims_page.VERDICTS)
+    ids = {r["claim_id"] for r in body}
+    assert {"memory-formula", "memory-gpt2-arithmetic", "memory-all-lengths"} <= ids
+    arithmetic = [r for r in body if r["claim_id"] == "memory-gpt2-arithmetic"]
+    assert arithmetic == [dict(arithmetic[0], verdict="confirmed", run_id="")]
+    assert "36,864" in arithmetic[0]["measured_value"]
+    # The seed's formula uses attention heads: right for multi-head GPT-2, refuted by grouped-query attention.
+    runs = {r[0]: r for r in read_csv(built_site / "data" / "runs.csv")[1:]}
+    model_col = read_csv(built_site / "data" / "runs.csv")[0].index("model")
+    formula = {runs[r["run_id"]][model_col]: r["verdict"] for r in body if r["claim_id"] == "memory-formula"}
+    assert formula == {"tiny-gpt2": "confirmed", "tiny-llama-gqa": "refuted"}
+    n_claim_queries = len(queries_mod.names_with_prefix("claim_"))
+    assert len({r["claim_id"].split("-")[0] for r in body}) >= 1 and n_claim_queries >= 1
+    text = (built_site / "claims.html").read_text(encoding="utf-8")
+    for r in body:
+        assert f'verdict-{site_mod.slugify(r["verdict"])}' in text
+
+
+def test_ledger_shows_the_latest_run_of_each_configuration(built_site, fixture_db):
+    import re
+
+    import duckdb
+
+    con = duckdb.connect(str(fixture_db), read_only=True)
+    latest = {r[0] for r in con.execute("SELECT max(run_id) FROM runs GROUP BY device_name, model, dtype").fetchall()}
+    every = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+    con.close()
+    assert latest != every, "the fixture DB should repeat a configuration (scripts/make_golden.py does)"
+    text = (built_site / "claims.html").read_text(encoding="utf-8")
+    shown = {int(i) for cell in re.findall(r"<abbr title=\"[^\"]*\">([^<]*)</abbr>", text)
+             for i in re.findall(r"run (\d+)", cell)}
+    assert shown and shown <= latest
+    ledger = read_csv(built_site / "data" / "claims-ledger.csv")
+    assert {int(r[5]) for r in ledger[1:] if r[5]} - latest  # the CSV keeps the earlier runs
+
+
+def test_compare_page_lists_every_run_with_metrics(built_site, fixture_db):
+    rows = read_csv(built_site / "data" / "compare-side-by-side.csv")
+    import duckdb
+
+    con = duckdb.connect(str(fixture_db), read_only=True)
+    runs = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+    con.close()
+    assert rows[0][:3] == ["topic", "metric", "unit"]
+    assert rows[0][3:] == [f"run_{i}" for i in runs]
+    metrics = {r[1] for r in rows[1:]}
+    assert "KV cache per token" in metrics
+
+
+def test_data_page_links_db_and_every_table_as_csv_and_parquet(built_site, fixture_db):
+    import duckdb
+
+    con = duckdb.connect(str(fixture_db), read_only=True)
+    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name <> "
+                                        "'kvreport_meta' ORDER BY 1").fetchall()]
+    counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+    con.close()
+    doc = Doc((built_site / "data.html").read_text(encoding="utf-8"))
+    assert doc.find("a", href="data/kvreport.duckdb")
+    for t in tables:
+        assert doc.find("a", href=f"data/{t}.csv") and doc.find("a", href=f"data/{t}.parquet"), t
+        assert len(read_csv(built_site / "data" / f"{t}.csv")) - 1 >= counts[t] * (counts[t] > 0), t
+    assert (built_site / "data" / "kvreport.duckdb").read_bytes() == fixture_db.read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Determinism
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_db_builds_a_byte_identical_site(built_site, fixture_db, tmp_path):
+    db = tmp_path / "other-name.duckdb"
+    shutil.copyfile(fixture_db, db)
+    again = tmp_path / "again"
+    build_site(db, again)
+    assert _digest(again) == _digest(built_site)
+
+
+def test_no_build_time_in_pages(tmp_path):
+    """Every date on the site comes from the DB: with the DB's clock set to 2001, no other date appears."""
+    import re
+
+    import duckdb
+
+    db = tmp_path / "old.duckdb"
+    write_payload_db(db)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET started_at = TIMESTAMP '2001-02-03 04:05:06', "
+                "finished_at = TIMESTAMP '2001-02-03 04:05:07'")
+    con.execute("UPDATE experiments SET started_at = TIMESTAMP '2001-02-03 04:05:06', "
+                "finished_at = TIMESTAMP '2001-02-03 04:05:07'")
+    con.close()
+    build_site(db, tmp_path / "out")
+    dates = set()
+    for f in (tmp_path / "out").rglob("*"):
+        if f.suffix in (".html", ".csv", ".js", ".css") and f.name != "plotly.min.js":
+            dates |= set(re.findall(r"\b(?:19|20)\d\d-\d\d-\d\d\b", f.read_text(encoding="utf-8")))
+    assert dates == {"2001-02-03"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Strictness
+
+@pytest.fixture
+def small_db(tmp_path) -> Path:
+    db = tmp_path / "small.duckdb"
+    write_payload_db(db)
+    return db
+
+
+def _patch_query(monkeypatch, name: str, sql: str):
+    real_text, real_names = queries_mod.sql_text, queries_mod.all_query_names
+    monkeypatch.setattr(queries_mod, "sql_text", lambda n: sql if n == name else real_text(n))
+    monkeypatch.setattr(queries_mod, "all_query_names", lambda: sorted(set(real_names()) | {name}))
+
+
+def test_failing_query_stops_the_build_naming_it(small_db, tmp_path, monkeypatch):
+    _patch_query(monkeypatch, "runs", "SELECT no_such_column FROM runs")
+    with pytest.raises(queries_mod.QueryError, match=r"analysis/queries/runs\.sql"):
+        build_site(small_db, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, monkeypatch):
+    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
+                 "'1' AS seed_value, 'gpu' AS seed_hardware, NULL::INTEGER AS run_id, NULL AS measured_value, "
+                 "'probably' AS verdict, 'r' AS reasoning")
+    with pytest.raises(BuildError, match=r"claim_zz_test\.sql.*verdict 'probably'"):
+        build_site(small_db, tmp_path / "out")
+
+
+def test_claim_query_with_wrong_columns_stops_the_build(small_db, tmp_path, monkeypatch):
+    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'confirmed' AS verdict")
+    with pytest.raises(queries_mod.QueryError, match=r"claim_zz_test\.sql: missing column"):
+        build_site(small_db, tmp_path / "out")
+
+
+def test_headline_linking_a_missing_page_stops_the_build(small_db, tmp_path, monkeypatch):
+    _patch_query(monkeypatch, "headline_zz_test", "SELECT 1 AS run_id, 'f' AS finding, 1.0 AS value, "
+                 "'B' AS unit, 'nowhere.html' AS page")
+    with pytest.raises(BuildError, match=r"headline_zz_test\.sql: page 'nowhere\.html'"):
+        build_site(small_db, tmp_path / "out")
+
+
+def test_page_module_error_names_the_page(small_db, tmp_path, monkeypatch):
+    from analysis.pages import data as data_page
+
+    monkeypatch.setattr(data_page, "context", lambda q, site: 1 / 0)
+    with pytest.raises(BuildError, match=r"analysis/pages/data\.py: ZeroDivisionError"):
+        build_site(small_db, tmp_path / "out")
+
+
+def test_template_error_names_the_template_and_line(small_db, tmp_path, monkeypatch):
+    from analysis.pages import data as data_page
+
+    monkeypatch.setattr(data_page, "context", lambda q, site: {})
+    with pytest.raises(BuildError, match=r"templates/data\.html:\d+: UndefinedError"):
+        build_site(small_db, tmp_path / "out")
+
+
+def test_failed_build_keeps_the_previous_site(small_db, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    build_site(small_db, out)
+    before = _digest(out)
+    from analysis.pages import data as data_page
+
+    monkeypatch.setattr(data_page, "context", lambda q, site: 1 / 0)
+    with pytest.raises(BuildError):
+        build_site(small_db, out)
+    assert _digest(out) == before
+    assert not list(tmp_path.glob(".kvreport-*"))
+
+
+def test_broken_and_absolute_links_are_caught(tmp_path):
+    (tmp_path / "a.html").write_text('<a href="b.html">b</a><a href="#top">t</a><p id="top"></p>')
+    (tmp_path / "b.html").write_text('<a href="a.html#top">a</a>')
+    check_links(tmp_path, ["a.html", "b.html"])
+    (tmp_path / "b.html").write_text('<a href="missing.html">x</a>')
+    with pytest.raises(BuildError, match=r"b\.html: link 'missing\.html'"):
+        check_links(tmp_path, ["a.html", "b.html"])
+    (tmp_path / "b.html").write_text('<a href="/a.html">x</a>')
+    with pytest.raises(BuildError, match="absolute"):
+        check_links(tmp_path, ["a.html", "b.html"])
+    (tmp_path / "b.html").write_text('<a href="a.html#nope">x</a>')
+    with pytest.raises(BuildError, match="no element with id 'nope'"):
+        check_links(tmp_path, ["a.html", "b.html"])
+    (tmp_path / "b.html").write_text('<p id="x"></p><p id="x"></p>')
+    with pytest.raises(BuildError, match="more than one element with id x"):
+        check_links(tmp_path, ["a.html", "b.html"])
+
+
+def test_empty_db_gives_a_helpful_message(tmp_path):
+    from runner.store import Store
+
+    db = tmp_path / "empty.duckdb"
+    Store(db).close()
+    with pytest.raises(BuildError, match="holds no runs yet; run `kvreport run"):
+        build_site(db, tmp_path / "out")
+
+
+def test_db_from_before_an_experiment_existed_still_builds(tmp_path):
+    import duckdb
+
+    db = tmp_path / "old.duckdb"
+    write_payload_db(db)
+    con = duckdb.connect(str(db))
+    dropped = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+               if t not in ("runs", "experiments", "kvreport_meta", "kv_memory_v2", "kv_per_layer")]
+    for t in dropped:
+        con.execute(f'DROP TABLE "{t}"')
+    con.close()
+    build_site(db, tmp_path / "out")
+    assert (tmp_path / "out" / "index.html").exists()
+    assert not (tmp_path / "out" / "data" / "kv_memory.csv").exists()  # stand-ins are not exported
+
+
+# ---------------------------------------------------------------------------------------------------
+# Untrusted strings (the browser test checks the same site for execution)
+
+def test_payloads_are_escaped_everywhere(payload_site):
+    n_seen = 0
+    for page in pages_of(payload_site):
+        text = page.read_text(encoding="utf-8")
+        doc = Doc(text)
+        for tag, attrs in doc.elements:
+            assert not any(k.startswith("on") for k in attrs), f"{page.name}: <{tag} {attrs}>"
+            assert tag not in ("img", "svg", "iframe", "object") or attrs.get("src", "").startswith("assets/"), \
+                f"{page.name}: injected <{tag}>"
+        assert [a.get("src") for a, _ in doc.scripts if a.get("src")] == ["assets/plotly.min.js", "assets/site.js"]
+        for attrs, body in doc.scripts:
+            if attrs.get("type") == "application/json":
+                assert "<" not in body and ">" not in body, page.name
+                json.loads(body)
+        n_seen += text.count("&lt;script&gt;window.__xss=1&lt;/script&gt;")
+    assert n_seen > 0, "the payload never reached a page: the test would prove nothing"
+
+
+def test_plotly_text_is_entity_escaped_but_layout_tags_survive():
+    from analysis import charts
+
+    c = charts.lines("t-x", {PAYLOADS["img"]: ([1, 2], [3, 4])}, "t", "alt", "x (u)", "y<br>(u)")
+    spec = json.loads(c.figure_json)
+    assert spec["data"][0]["name"] == "&lt;img src=x onerror=\"window.__xss=3\"&gt;"
+    assert spec["layout"]["yaxis"]["title"]["text"] == "y<br>(u)"
+    assert c.rows[0]["series"] == PAYLOADS["img"]  # the CSV keeps the raw value
+
+
+def test_chart_ids_must_be_file_names():
+    from analysis import charts
+
+    with pytest.raises(ValueError, match="chart id"):
+        charts.lines("../evil", {"a": ([1], [1])}, "t", "alt", "x", "y")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Comparison logic
+
+def _m(run, value, better="lower", p25=None, p75=None, metric="step"):
+    return {"topic": "decode", "metric": metric, "run_id": run, "value": value, "unit": "ms", "better": better,
+            "p25": p25, "p75": p75, "summary": True, "page": None}
+
+
+@pytest.mark.parametrize("base,new,better,expected", [
+    (10.0, 11.5, "lower", "regression"),
+    (10.0, 8.5, "lower", "improvement"),
+    (10.0, 11.5, "higher", "improvement"),
+    (10.0, 10.5, "lower", "unchanged"),
+    (10.0, 12.0, None, "changed"),
+])
+def test_classify(base, new, better, expected):
+    assert compare_page.classify(_m(1, base, better), _m(2, new, better))[1] == expected
+
+
+def test_overlapping_spreads_are_noise_not_regressions():
+    change, verdict = compare_page.classify(_m(1, 10.0, p25=8.0, p75=13.0), _m(2, 12.0, p25=11.0, p75=14.0))
+    assert verdict == "within noise" and change == pytest.approx(0.2)
+    assert compare_page.classify(_m(1, 10.0, p25=9.5, p75=10.5), _m(2, 12.0, p25=11.5, p75=12.5))[1] == "regression"
+
+
+def test_changes_pair_runs_of_one_configuration_only():
+    runs = [{"run_id": 1, "device_name": "H200", "model": "gpt2", "dtype": "float16"},
+            {"run_id": 2, "device_name": "A100", "model": "gpt2", "dtype": "float16"},
+            {"run_id": 3, "device_name": "H200", "model": "gpt2", "dtype": "float16"}]
+    metrics = [_m(1, 10.0), _m(2, 30.0), _m(3, 13.0)]
+    found, n = compare_page.changes(metrics, runs)
+    assert n == 1
+    assert [(c["base_run"], c["run_id"], c["verdict"]) for c in found] == [(1, 3, "regression")]
