@@ -24,7 +24,12 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # Not standalone, so our handlers below see errors; typer then *returns* exit codes (Ctrl-C: 130).
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code != 0:
+            if code == 130:
+                typer.secho("interrupted", fg="yellow", err=True)
+            sys.exit(code)
     except UserError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(exc.exit_code)

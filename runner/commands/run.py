@@ -31,6 +31,7 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
     from ..models import load_config, load_model
     from ..store import Store
 
+    _sigterm_as_interrupt()
     dev = resolve_device(device)
     load_config(model)  # fail on a bad name before touching the DB
     dt = resolve_dtype(dtype, dev, model)
@@ -94,6 +95,18 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
         return run_id
     finally:
         store.close()
+
+
+def _sigterm_as_interrupt() -> None:
+    """A `kill` (or a batch scheduler's time limit) marks the run interrupted, as Ctrl-C does."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        def handler(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _utcnow():

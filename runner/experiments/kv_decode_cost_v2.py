@@ -120,7 +120,7 @@ def _fits_memory(ctx: RunContext, prefix_len: int, batch: int) -> bool:
 def run(ctx: RunContext) -> Result:
     roof, peak = roof_and_peak(ctx)
     weight_bytes = ctx.loaded.weight_bytes()
-    warmup, repeats = (5, 30) if ctx.is_cuda else ((2, 8) if ctx.quick else (3, 15))
+    warmup, repeats = (5, 30) if ctx.is_cuda else ((2, 8) if ctx.quick else (2, 11))
     rows = []
     for prefix_len, batch in sweep(ctx):
         if not _fits_memory(ctx, prefix_len, batch):

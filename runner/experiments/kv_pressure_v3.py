@@ -54,7 +54,7 @@ CPU_CEILING_RAM_SHARE = 0.05
 # (env KVREPORT_PRESSURE_TIME_S). A GPT-2 prefill on an H200 takes milliseconds, so 512 x 3 lengths fit
 # in well under a minute; a 7B model reaches the memory ceiling first.
 CAPS = {("cuda", False): 512, ("cuda", True): 64, ("cpu", False): 32, ("cpu", True): 8}
-TIME_BUDGET_S = {("cuda", False): 240.0, ("cuda", True): 30.0, ("cpu", False): 60.0, ("cpu", True): 6.0}
+TIME_BUDGET_S = {("cuda", False): 240.0, ("cuda", True): 30.0, ("cpu", False): 30.0, ("cpu", True): 6.0}
 
 # What an allocation failure raises: the CUDA caching allocator's error (torch.OutOfMemoryError in recent
 # releases, same class), or Python's MemoryError for a host allocation that fails without the OOM killer.
