@@ -80,6 +80,8 @@ class Store:
             parent = self.path.parent if str(self.path.parent) else Path(".")
             if not parent.exists():
                 raise StoreError(f"{self.path}: folder {parent} does not exist")
+            if not parent.is_dir():
+                raise StoreError(f"{self.path}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
                 raise StoreError(f"{self.path}: cannot write here (permission denied)")
         try:

@@ -119,7 +119,7 @@ def test_unwritable_db_path(tmp_path):
     (tmp_path / "afile").write_text("x")
     r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--db", str(tmp_path / "afile" / "k.duckdb"))
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert "afile" in r.stderr
+    assert "afile is a file, not a folder" in r.stderr
 
 
 def test_build_on_foreign_and_empty_db(tmp_path):
