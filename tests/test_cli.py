@@ -176,3 +176,11 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in err
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+
+
+def test_findings_prints_the_memory_headline(quick_run):
+    _, db, _ = quick_run
+    r = kvreport("findings", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if "B/token" in l)
+    assert "1,024" in line and "tiny-gpt2" in line
