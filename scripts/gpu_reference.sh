@@ -21,8 +21,10 @@ log="$OUT/reference.log"
 start=$(date +%s)
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.memory --format=csv || true
-  python3 -m runner run --model gpt2 --dtype float16 --device cuda --db "$DB" --label "reference gpt2 fp16"
-  python3 -m runner run --model "$GQA_MODEL" --dtype bfloat16 --device cuda --db "$DB" --label "reference $GQA_MODEL bf16"
+  # Hard stops (expected on an H200: ~1.5 min for gpt2, ~3 min for the 8B model). SIGTERM marks the run
+  # 'interrupted' and keeps every experiment already recorded, so one slow model cannot cost the whole log.
+  timeout -k 20 "${GPT2_LIMIT_S:-210}" python3 -m runner run --model gpt2 --dtype float16 --device cuda --db "$DB" --label "reference gpt2 fp16"
+  timeout -k 20 "${GQA_LIMIT_S:-330}" python3 -m runner run --model "$GQA_MODEL" --dtype bfloat16 --device cuda --db "$DB" --label "reference $GQA_MODEL bf16"
   echo "suite wall time: $(( $(date +%s) - start )) s"
   python3 -m runner findings --db "$DB"
 } 2>&1 | tee "$log"

@@ -28,7 +28,7 @@ TABLES = {
 }
 ALLOCATORS = {"default": None, "expandable_segments": "expandable_segments:True"}
 CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the second is torch >= 2.9's name
-CHILD_TIMEOUT_S = 300
+CHILD_TIMEOUT_S = 120  # a child needs ~10 s (torch import, CUDA init, <1 s of work); a hang must not eat the run
 
 
 class FragChildError(RuntimeError):

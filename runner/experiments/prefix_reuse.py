@@ -51,9 +51,15 @@ def shape(ctx: RunContext) -> dict:
         s = dict(sessions=8, turns=6, system=256, user=32, assistant=64, warmup=2, repeats=10)
         if not ctx.is_cuda:  # same workload, fewer repeats: a 768-token CPU prefill takes ~1.5 s
             s.update(warmup=1, repeats=5)
-    total = s["system"] + s["turns"] * s["user"] + (s["turns"] - 1) * s["assistant"]
-    if total > ctx.max_positions:  # shrink the system prompt to fit the model's context
-        s["system"] = max(8, s["system"] - (total - ctx.max_positions))
+    # The longest cache is a whole conversation, last reply included (sessions 1.. and session 0 after its
+    # last turn): it must fit the model's position table. Shrink the system prompt first, then drop turns.
+    def total():
+        return s["system"] + s["turns"] * (s["user"] + s["assistant"])
+
+    if total() > ctx.max_positions:
+        s["system"] = max(8, s["system"] - (total() - ctx.max_positions))
+    while total() > ctx.max_positions and s["turns"] > 1:
+        s["turns"] -= 1
     return s
 
 
