@@ -79,6 +79,18 @@ class LoadedModel:
         return total
 
 
+    def step_weight_bytes(self) -> int:
+        """Weight bytes one decode step streams from memory: all of them except an input embedding table
+        that is not shared with the output layer, since a lookup reads only the new tokens' rows (for
+        llama-3.1-8b that table is 1 GB of 16 GB; GPT-2 ties it to the output layer, which reads it all)."""
+        total = self.weight_bytes()
+        emb = self.model.get_input_embeddings()
+        out = self.model.get_output_embeddings()
+        if emb is not None and (out is None or out.weight.data_ptr() != emb.weight.data_ptr()):
+            total -= emb.weight.numel() * emb.weight.element_size()
+        return total
+
+
 def _config_class(name: str):
     import transformers
 

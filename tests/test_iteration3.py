@@ -177,7 +177,7 @@ def test_interference_runs_on_cpu_with_threads(tiny, monkeypatch):
     assert set(rows) == {"compact", "decode", "both"}
     assert all(r["concurrency"] == "threads" and r["correct"] for r in rows.values())
     assert rows["both"]["bytes_moved"] == rows["compact"]["bytes_moved"] + rows["decode"]["bytes_moved"]
-    assert rows["decode"]["decode_bytes"] >= rows["decode"]["decode_steps"] * tiny.weight_bytes()
+    assert rows["decode"]["decode_bytes"] >= rows["decode"]["decode_steps"] * tiny.step_weight_bytes()
     assert len({r["n"] for r in rows.values()}) == 1
     assert interference.MIN_REPEATS <= rows["both"]["n"] <= interference.DECODE["cpu", True][4]
     assert rows["both"]["bound_ms"] >= max(rows["compact"]["time_ms"], rows["decode"]["time_ms"])

@@ -53,3 +53,14 @@ def test_real_model_cache_is_read():
         _, cache = forward_with_cache(lm.model, torch.randint(0, 512, (2, 9)))
     # 2 layers x (K+V) x batch 2 x 2 kv heads x 9 tokens x head_dim 16 x 4 bytes
     assert cache_bytes(cache) == 2 * 2 * 2 * 2 * 9 * 16 * 4
+
+
+def test_step_weight_bytes_leaves_out_an_untied_input_embedding():
+    from runner.models import load_model
+
+    tied = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
+    assert tied.step_weight_bytes() == tied.weight_bytes()  # GPT-2's output layer reads the whole table
+    untied = load_model("tiny-llama-gqa", torch.device("cpu"), torch.float32)
+    emb = untied.model.get_input_embeddings().weight
+    assert untied.step_weight_bytes() == untied.weight_bytes() - emb.numel() * 4
+    assert emb.numel() == 512 * 64

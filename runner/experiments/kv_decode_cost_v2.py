@@ -5,7 +5,8 @@ Per shape: one prefill, then timed single-token steps; between repeats the cache
 prefix (DynamicCache.crop with a negative count, which 4.4x and 5.x all accept; a deep copy of the
 prefilled cache where crop is missing or misbehaves), so every repeat sees the same prefix length.
 
-What the step must read at least: every weight once plus the whole KV prefix once (attention). That over
+What the step must read at least: every weight once (an input embedding not tied to the output layer is
+only looked up, so it is left out) plus the whole KV prefix once (attention). That over
 the median step time is the achieved bandwidth. The seed read "step cost varies 3.0% from prefix 64 to
 512" as "decode is DRAM-bandwidth-bound"; flat step cost is just as consistent with a step dominated by
 kernel launches and Python overhead. The discriminating test is the bandwidth floor: weights / copy roof.
@@ -119,7 +120,7 @@ def _fits_memory(ctx: RunContext, prefix_len: int, batch: int) -> bool:
 
 def run(ctx: RunContext) -> Result:
     roof, peak = roof_and_peak(ctx)
-    weight_bytes = ctx.loaded.weight_bytes()
+    weight_bytes = ctx.loaded.step_weight_bytes()  # what a step streams (untied input embedding excluded)
     warmup, repeats = (5, 30) if ctx.is_cuda else ((2, 8) if ctx.quick else (2, 11))
     rows = []
     for prefix_len, batch in sweep(ctx):

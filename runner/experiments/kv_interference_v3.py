@@ -204,7 +204,7 @@ def run(ctx: RunContext) -> Result:
         times = time_interleaved(variants, ctx.device, warmup=warmup, repeats=repeats,
                                  setup=lambda _name: decode.reset())
     compact_bytes = 2 * work.kv_bytes
-    decode_bytes = decode.bytes_read(ctx.loaded.weight_bytes())
+    decode_bytes = decode.bytes_read(ctx.loaded.step_weight_bytes())
     moved = {"compact": compact_bytes, "decode": decode_bytes, "both": compact_bytes + decode_bytes}
     bounds = check_bounds({m: {"median_ms": t.median_ms, "p25_ms": t.p25_ms, "p75_ms": t.p75_ms}
                            for m, t in times.items()}, moved, roof, peak)
