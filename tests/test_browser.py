@@ -64,7 +64,11 @@ def _watch(page) -> list[str]:
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
             and "Plotly" not in m.text else None)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
+    # ERR_ABORTED is Chromium cancelling a request because the test navigated on (the favicon loads
+    # lazily after `load`); a file that is really missing fails with a 404 or ERR_FILE_NOT_FOUND instead.
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}")
+            if "ERR_ABORTED" not in (r.failure or "") else None)
+    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
     return problems
 
