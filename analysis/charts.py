@@ -162,6 +162,20 @@ def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str
     return Chart(chart_id, title, alt, _safe_json(figure), list(rows), list(columns), n_points)
 
 
+def reference_lines(fig: go.Figure, lines: list[tuple[float, str]]) -> None:
+    """Ceilings and floors (peak, measured roof, memory limit) as labelled dashed lines, one style site-wide."""
+    for value, label in lines:
+        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+                      annotation_text=str(label), annotation_position="top left",
+                      annotation_font_color=MUTED)
+
+
+def spread(medians: list, lows: list, highs: list) -> dict:
+    """Asymmetric error bars from p25/p75 (or any low/high pair) around the medians."""
+    return dict(type="data", symmetric=False, array=[h - m for m, h in zip(medians, highs)],
+                arrayminus=[m - lo for m, lo in zip(medians, lows)], thickness=1.2)
+
+
 def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: str, x_title: str,
           y_title: str, log_x: bool = False, log_y: bool = False, markers: bool = True,
           hlines: list[tuple[float, str]] | None = None, rows: list[dict] | None = None,
@@ -172,10 +186,7 @@ def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: 
         xs, ys = series[name]
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=str(name),
                                  mode="lines+markers" if markers else "lines"))
-    for value, label in hlines or []:
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
-                      annotation_text=str(label), annotation_position="top left",
-                      annotation_font_color=MUTED)
+    reference_lines(fig, hlines or [])
     if log_x:
         fig.update_xaxes(type="log", **_log_ticks([x for xs, _ in series.values() for x in xs]))
     if log_y:
@@ -196,7 +207,7 @@ def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: s
         err = None
         if error_y and name in error_y:
             lo, hi = error_y[name]
-            err = dict(type="data", symmetric=False, array=list(hi), arrayminus=list(lo), thickness=1.2)
+            err = dict(type="data", symmetric=False, array=list(hi), arrayminus=list(lo), thickness=1.2)  # already deltas
         cats = [str(x) for x in xs]
         if horizontal:
             fig.add_trace(go.Bar(y=cats, x=list(ys), name=str(name), orientation="h"))
@@ -205,8 +216,5 @@ def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: s
     n_cats = len({str(x) for xs, _ in series.values() for x in xs})
     # A lone bar should not fill the plot: widen the gap when there are few categories.
     fig.update_layout(barmode="stack" if stacked else "group", bargap=0.25 if n_cats > 3 else 0.6)
-    for value, label in hlines or []:
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
-                      annotation_text=str(label), annotation_position="top left",
-                      annotation_font_color=MUTED)
+    reference_lines(fig, hlines or [])
     return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns)

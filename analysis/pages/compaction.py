@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analysis.charts import MUTED, REFERENCE_LINE, make_chart
+from analysis.charts import make_chart, reference_lines, spread
 from analysis.pages.decode import skip_notes
 from analysis.site import PageSpec
 
@@ -19,15 +19,11 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
         rs = [r for r in rows if r["method"] == method]
         fig.add_trace(go.Scatter(
             x=[r["bytes_moved"] / 1e6 for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
-            error_y=dict(type="data", symmetric=False, array=[r["gbs_high"] - r["gbs"] for r in rs],
-                         arrayminus=[r["gbs"] - r["gbs_low"] for r in rs], thickness=1.2)))
+            error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
     ceilings = [(rows[0]["roof_gbs"], "measured copy roof")]
     if rows[0]["peak_gbs"]:
         ceilings.append((rows[0]["peak_gbs"], "theoretical peak"))
-    for value, name in ceilings:
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
-                      annotation_text=f"{name} {value:,.0f} GB/s", annotation_position="top left",
-                      annotation_font_color=MUTED)
+    reference_lines(fig, [(value, f"{name} {value:,.0f} GB/s") for value, name in ceilings])
     fig.update_xaxes(type="log")
     fig.update_yaxes(rangemode="tozero")
     return make_chart(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analysis.charts import REFERENCE_LINE, MUTED, make_chart
+from analysis.charts import make_chart, reference_lines, spread
 from analysis.site import PageSpec
 
 PAGE = PageSpec(slug="decode", title="Decode", order=20)
@@ -19,12 +19,9 @@ def step_chart(run_id: int, rows: list[dict], label: str):
         fig.add_trace(go.Scatter(
             x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"batch {batch}",
             mode="lines+markers",
-            error_y=dict(type="data", symmetric=False, array=[r["p75_ms"] - r["step_ms"] for r in rs],
-                         arrayminus=[r["step_ms"] - r["p25_ms"] for r in rs], thickness=1.2)))
+            error_y=spread([r["step_ms"] for r in rs], [r["p25_ms"] for r in rs], [r["p75_ms"] for r in rs])))
     floor = rows[0]["weights_floor_ms"]
-    fig.add_hline(y=floor, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
-                  annotation_text=f"weights / copy roof = {floor:.3g} ms", annotation_position="top left",
-                  annotation_font_color=MUTED)
+    reference_lines(fig, [(floor, f"weights / copy roof = {floor:.3g} ms")])
     fig.update_xaxes(type="log")
     fig.update_yaxes(rangemode="tozero")
     return make_chart(

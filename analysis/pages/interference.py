@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analysis.charts import MUTED, PALETTE, REFERENCE_LINE, make_chart
+from analysis.charts import PALETTE, make_chart, reference_lines, spread
 from analysis.site import PageSpec
 
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
@@ -22,17 +22,14 @@ def timings_chart(run_id: int, rows: list[dict], summary: dict | None, label: st
         r = by_mode[mode]
         fig.add_trace(go.Bar(
             x=[mode], y=[r["time_ms"]], name=mode, marker_color=PALETTE[i],
-            error_y=dict(type="data", symmetric=False, array=[r["p75_ms"] - r["time_ms"]],
-                         arrayminus=[r["time_ms"] - r["p25_ms"]], thickness=1.2)))
+            error_y=spread([r["time_ms"]], [r["p25_ms"]], [r["p75_ms"]])))
     lines = []
     if summary:
         lines.append((summary["longer_alone_ms"], f"longer part alone {summary['longer_alone_ms']:.3g} ms"))
         if summary["both_roof_floor_ms"]:
             lines.append((summary["both_roof_floor_ms"],
                           f"bytes of both / bandwidth ceiling {summary['both_roof_floor_ms']:.3g} ms"))
-    for value, text in lines:
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
-                      annotation_text=text, annotation_position="top left", annotation_font_color=MUTED)
+    reference_lines(fig, lines)
     fig.update_layout(showlegend=False, bargap=0.45)
     fig.update_yaxes(rangemode="tozero")
     conc = rows[0]["concurrency"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analysis.charts import MUTED, REFERENCE_LINE, make_chart
+from analysis.charts import make_chart, reference_lines, spread
 from analysis.site import PageSpec
 
 PAGE = PageSpec(slug="pressure", title="Pressure", order=50)
@@ -29,10 +29,8 @@ def requests_chart(run_id: int, rows: list[dict], caps: list[dict], label: str):
     weights = caps[0]["weight_bytes"] / MIB
     top = max([r["kv_bytes"] / MIB for r in rows] + [weights])
     log_y = ceiling > 20 * top  # a far-away ceiling would flatten every line at the bottom
-    for value, name in ((ceiling, "memory ceiling"), (weights, "model weights")):
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
-                      annotation_text=f"{name} {value:,.0f} MiB", annotation_position="top left",
-                      annotation_font_color=MUTED)
+    reference_lines(fig, [(value, f"{name} {value:,.0f} MiB")
+                          for value, name in ((ceiling, "memory ceiling"), (weights, "model weights"))])
     fig.update_yaxes(type="log" if log_y else "linear", **({} if log_y else {"rangemode": "tozero"}))
     return make_chart(
         f"pressure-requests-run{run_id}", fig, f"Memory held vs requests admitted · {label}",
