@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from runner.errors import UserError
+from kvreport.runner.errors import UserError
 
 
 class QueryError(UserError):
@@ -20,14 +20,14 @@ class QueryError(UserError):
 
 @lru_cache(maxsize=None)
 def sql_text(name: str) -> str:
-    path = resources.files("analysis") / "queries" / f"{name}.sql"
+    path = resources.files("kvreport.analysis") / "queries" / f"{name}.sql"
     if not path.is_file():
         raise QueryError(f"analysis/queries/{name}.sql: no such query")
     return path.read_text(encoding="utf-8")
 
 
 def all_query_names() -> list[str]:
-    folder = resources.files("analysis") / "queries"
+    folder = resources.files("kvreport.analysis") / "queries"
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".sql"))
 
 

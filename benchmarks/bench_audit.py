@@ -157,10 +157,7 @@ def child(side: str, log: Path, memory_limit: str) -> None:
     t0 = time.perf_counter()
     c0 = time.process_time()
     if side == "audit":
-        from runner.commands.audit import execute
-        from runner.store import all_table_ddl
-
-        all_table_ddl()  # the DB schema imports every experiment module (and torch): startup, not audit work
+        from kvreport.runner.commands.audit import execute
         imported, c_imported = time.perf_counter(), time.process_time()
         with tempfile.TemporaryDirectory() as d:
             s = execute([log], db=Path(d) / "audit.duckdb", memory_limit=memory_limit, echo=lambda *_: None)

@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
 
-    from analysis.site import build_site
+    from kvreport.analysis.site import build_site
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "many.duckdb"

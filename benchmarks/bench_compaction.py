@@ -30,13 +30,13 @@ def main(argv=None) -> int:
 
     import torch
 
-    from runner.ceilings import measure_copy_roof, theoretical_peak
-    from runner.devices import dtype_name, resolve_device, resolve_dtype
-    from runner.errors import UserError
-    from runner.experiments import kv_compact_v2 as kc
-    from runner.kv_formula import kv_shape
-    from runner.models import load_config
-    from runner.timing import time_interleaved
+    from kvreport.runner.ceilings import measure_copy_roof, theoretical_peak
+    from kvreport.runner.devices import dtype_name, resolve_device, resolve_dtype
+    from kvreport.runner.errors import UserError
+    from kvreport.runner.experiments import kv_compact_v2 as kc
+    from kvreport.runner.kv_formula import kv_shape
+    from kvreport.runner.models import load_config
+    from kvreport.runner.timing import time_interleaved
 
     try:
         dev = resolve_device(args.device)

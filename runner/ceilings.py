@@ -4,8 +4,12 @@
   gives the datasheet figure for HBM and GDDR alike (H100 SXM: 2619 MHz x 5120 bit -> 3.35 TB/s; RTX 2070:
   7001 MHz x 256 bit -> 448 GB/s). Without NVML, a table of known GPUs. CPUs get no theoretical figure:
   DIMM population and channel count are not visible from here, so none is invented.
-- Measured copy roof: one large device-to-device copy, bytes read + bytes written over the median time.
-  The buffers are far larger than the last-level cache (H200 L2: 60 MB), so it measures DRAM.
+- Measured roofs, per size: the roof curve (`roof_curve` table). `copy` is a device-to-device copy (bytes
+  read + written), `read` a streaming sum (bytes read), both through the same timing harness and the same
+  cache flush as the experiments, at every size an experiment uses: a bandwidth is only ever divided by
+  the roof of the same op at the same size (a 16 MiB gather against a 4 GiB copy would compare L2 with
+  DRAM). Only sizes of at least FLUSH_FACTOR (4) x the last-level cache speak for DRAM (H200 L2: 60 MB).
+- The headline copy roof (device_ceilings): one large copy, far beyond the last-level cache.
 GB here is 10^9 bytes, as in datasheets.
 """
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 
-from .timing import time_fn
+from .timing import gbs, time_fn
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -36,6 +40,8 @@ KNOWN_GPUS: list[tuple[str, float]] = [
 ]
 
 CPU_SOURCE = "none: no theoretical figure for CPUs"
+ROOF_OPS = ("copy", "read")
+OVER_ROOF = 1.05  # a bandwidth above 105% of its same-size roof is a measurement error, flagged as such
 
 
 def table_peak(name: str) -> float | None:
@@ -119,34 +125,96 @@ def default_copy_bytes(device) -> int:
     return max(64 * MIB, int(0.4 * free) // MIB * MIB)
 
 
+def _bandwidths(moved: int, t) -> dict:
+    # A shorter time is a higher bandwidth: the p25 of the time is the p75 of the bandwidth.
+    return {"gbs": gbs(moved, t.median_ms), "p25_gbs": gbs(moved, t.p75_ms), "p75_gbs": gbs(moved, t.p25_ms)}
+
+
+def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int | None = None,
+                 rounds: int = 3, flusher=None) -> dict:
+    """One point of the roof curve: `op` 'copy' (device-to-device, `nbytes` = bytes read + written) or
+    'read' (a streaming sum, `nbytes` = bytes read), timed by the shared harness (GPU samples exclude
+    dispatch). The best median of `rounds` rounds: a roof is an upper bound, and noise (a neighbour on a
+    shared host, a clock ramp) only ever slows a copy down, so the fastest sustained round is the ceiling.
+    On the CPU torch's own threads do the work (copy_ and sum are parallel over torch.get_num_threads()),
+    the same threads the experiments' gathers use, so a gather cannot beat its roof by using more cores.
+    A footprint under FLUSH_FACTOR x LLC gets the same untimed cache flush as the experiments (`flusher`)."""
+    import torch
+
+    from .compaction import Flusher
+
+    if op not in ROOF_OPS:
+        raise ValueError(f"roof op {op!r}: expected one of {ROOF_OPS}")
+    device = torch.device(device)
+    n = max(1, (nbytes // 2 if op == "copy" else nbytes) // 4)
+    src = torch.empty(n, dtype=torch.float32, device=device).normal_()
+    if op == "copy":
+        dst = torch.empty_like(src)
+        fn = lambda: dst.copy_(src)  # noqa: E731
+        moved = 2 * n * 4
+    else:
+        acc = torch.empty((), dtype=torch.float32, device=device)
+        fn = lambda: torch.sum(src, out=acc)  # noqa: E731
+        moved = n * 4
+    flusher = flusher or Flusher(device)
+    flush = flusher.needed(moved)
+    if repeats is None:
+        repeats = 30 if device.type == "cuda" else 10
+    timings = [time_fn(fn, device, warmup=warmup, repeats=repeats, setup=flusher if flush else None)
+               for _ in range(max(1, rounds))]
+    t = min(timings, key=lambda x: x.median_ms)
+    del src, fn
+    return {"op": op, "bytes": int(nbytes), **_bandwidths(moved, t), "n": t.n, "rounds": len(timings),
+            "worst_round_gbs": gbs(moved, max(x.median_ms for x in timings)), "llc_bytes": flusher.llc,
+            "flushed": flush, "threads": torch.get_num_threads() if device.type != "cuda" else None,
+            "host_ms": (t.host or t).median_ms}
+
+
 def measure_copy_roof(device, nbytes: int | None = None, *, warmup: int = 3, repeats: int | None = None,
                       rounds: int = 3) -> dict:
-    """Device-to-device copy bandwidth (bytes read + written): the best median of `rounds` separate
-    rounds, with that round's p25/p75 and n. A roof is an upper bound and noise (a neighbour on a shared
-    host, a clock ramp) only ever slows a copy down, so the fastest sustained round is the ceiling; one
-    unlucky round must not make every later "% of roof" look better than it is."""
+    """The headline copy roof: one large device-to-device copy of `nbytes` per buffer (bytes read +
+    written over the best round's median), as stored in device_ceilings."""
     import torch
 
     device = torch.device(device)
     nbytes = int(nbytes or default_copy_bytes(device))
-    n = nbytes // 4
-    src = torch.empty(n, dtype=torch.float32, device=device).normal_()
-    dst = torch.empty_like(src)
-    if repeats is None:
-        repeats = 30 if device.type == "cuda" else 10
-    timings = [time_fn(lambda: dst.copy_(src), device, warmup=warmup, repeats=repeats)
-               for _ in range(max(1, rounds))]
-    t = min(timings, key=lambda x: x.median_ms)
-    moved = 2 * n * 4
-    del src, dst
+    r = measure_roof(device, "copy", 2 * (nbytes // 4) * 4, warmup=warmup, repeats=repeats, rounds=rounds)
+    return {"roof_gbs": r["gbs"], "roof_p25_gbs": r["p25_gbs"], "roof_p75_gbs": r["p75_gbs"],
+            "roof_n": r["n"], "roof_bytes": r["bytes"], "roof_rounds": r["rounds"],
+            "roof_worst_round_gbs": r["worst_round_gbs"]}
 
-    def gbs(ms):
-        return moved / (ms * 1e-3) / 1e9
 
-    # A shorter time is a higher bandwidth: the p25 of the time is the p75 of the bandwidth.
-    return {"roof_gbs": gbs(t.median_ms), "roof_p25_gbs": gbs(t.p75_ms), "roof_p75_gbs": gbs(t.p25_ms),
-            "roof_n": t.n, "roof_bytes": moved,
-            "roof_rounds": len(timings), "roof_worst_round_gbs": gbs(max(x.median_ms for x in timings))}
+def roof_rounds(ctx) -> dict:
+    """Repeats and rounds of a roof point: fewer on a CPU quick run, where each costs real seconds."""
+    if ctx.is_cuda:
+        return {"warmup": 3, "repeats": 30, "rounds": 3}
+    return {"warmup": 1, "repeats": 5, "rounds": 2} if ctx.quick else {"warmup": 2, "repeats": 8, "rounds": 3}
+
+
+def roof_for(ctx, op: str, nbytes: int) -> dict:
+    """The roof-curve point (op, nbytes) of this run, measured on first use and kept in ctx.shared, so
+    every pct_of_roof divides by the roof at the same size and op, measured once per run."""
+    curve = ctx.shared.setdefault("roof_curve", {})
+    key = (op, int(nbytes))
+    if key not in curve:
+        ctx.progress(f"roof: {op} at {nbytes / MIB:,.2f} MiB")
+        curve[key] = measure_roof(ctx.device, op, int(nbytes), **roof_rounds(ctx))
+    return curve[key]
+
+
+def pct_of_roof(ctx, op: str, nbytes: int, achieved_gbs: float) -> dict:
+    """Columns for a bandwidth row: its same-size same-op roof, the share of it, and the >105% flag."""
+    roof = roof_for(ctx, op, nbytes)
+    pct = achieved_gbs / roof["gbs"]
+    return {"roof_gbs": roof["gbs"], "pct_of_roof": pct, "over_roof": pct > OVER_ROOF}
+
+
+def new_roof_rows(ctx) -> list[dict]:
+    """Roof-curve rows measured since the last call: each experiment stores the points it measured."""
+    done = ctx.shared.setdefault("roof_curve_stored", set())
+    rows = [r for k, r in ctx.shared.get("roof_curve", {}).items() if k not in done]
+    done.update((r["op"], r["bytes"]) for r in rows)
+    return rows
 
 
 def roof_and_peak(ctx) -> tuple[float, float | None]:

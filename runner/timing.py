@@ -1,8 +1,28 @@
 """The one timing harness every timed experiment uses.
 
-- GPU: a CUDA event pair around each repeat (synchronised before reading), so host jitter and launch
-  queueing outside the region do not count. CPU: time.perf_counter around a synchronous call.
-- Warm-up repeats first (allocator growth, cuBLAS heuristics, lazy init), then `repeats` timed ones.
+What a GPU sample measures, and why. The old clock synchronised, recorded the start event on an idle GPU
+and only then dispatched the work from Python, so every sample included the host's dispatch time (5-10 us
+per launch, several ms for an eager decode step): at 64 MiB a roof-speed gather takes ~30 us, and the
+dispatch gap alone capped it near 80% of the roof. Three ways out exist: a short device-side wait ahead
+of the timed work, K back-to-back calls between one event pair, or a CUDA graph replay. This module uses
+the first, because it works for any callable (graph capture is not possible for everything we time, and
+K back-to-back calls would need K destinations or let one call's cache state leak into the next):
+
+    synchronize; enqueue torch.cuda._sleep(lead); record start; fn(); record end; synchronize
+
+The sleep kernel keeps the GPU busy while the host enqueues fn's kernels behind it, so when the start
+event fires, all of fn's work is already queued and the GPU runs it back-to-back: start..end is the time
+the device spends on fn (its GPU-busy time), with no dispatch gap inside. The lead is sized during the
+warm-up to 1.5x the slowest dispatch seen plus a margin, and every sample records whether the host
+really finished dispatching before the sleep ran out (`dispatch_hidden`); a callable that synchronises
+inside (a `.item()`) cannot be hidden, and its samples say so instead of silently including the gap.
+
+The host wall time of each call (perf_counter around the call, i.e. the dispatch time on a GPU) is kept
+beside the device time: dispatch overhead becomes a reported figure (`host_ms`), not a hidden confound.
+On the CPU the call is synchronous, so device time and host time are the same measurement.
+
+- Warm-up repeats first (allocator growth, cuBLAS heuristics, lazy init, the lead's sizing), then
+  `repeats` timed ones.
 - Stored as median with p25/p75 and n; a result whose IQR is wider than WIDE_SPREAD of its median is
   flagged `wide` so pages can say the number is noisy instead of pretending it is exact.
 - `time_interleaved` runs variants A B A B ... in one process, so drift (clocks, thermals, other tenants)
@@ -11,10 +31,14 @@
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
 WIDE_SPREAD = 0.25  # IQR / median above this: flag the measurement
+LEAD_FLOOR_MS = 0.05  # the shortest device-side lead: covers the launch of the first timed kernel
+LEAD_CAP_MS = 250.0  # never sleep longer than this; a slower dispatch is recorded as not hidden
+LEAD_FACTOR = 1.5  # lead = this x the slowest dispatch seen in the warm-up, + LEAD_FLOOR_MS
 
 
 @dataclass(frozen=True)
@@ -25,6 +49,10 @@ class Timing:
     min_ms: float
     max_ms: float
     n: int
+    # Host wall time per call (a GPU's dispatch time; on the CPU the same samples as the device time).
+    host: "Timing | None" = None
+    # Share of the samples whose dispatch finished while the device-side lead still ran (GPU only).
+    dispatch_hidden: float | None = None
 
     @property
     def iqr_ms(self) -> float:
@@ -48,11 +76,20 @@ class Timing:
             f"{prefix}spread_wide": self.wide,
         }
 
+    def host_columns(self, prefix: str = "") -> dict:
+        """The host wall time per call (median, p25, p75) and whether dispatch stayed out of the device
+        time (NULL on the CPU, where there is nothing to hide)."""
+        h = self.host or self
+        return {f"{prefix}host_ms": h.median_ms, f"{prefix}host_p25_ms": h.p25_ms,
+                f"{prefix}host_p75_ms": h.p75_ms,
+                f"{prefix}dispatch_hidden": None if self.dispatch_hidden is None else self.dispatch_hidden >= 0.95}
+
     def as_dict(self) -> dict:
         return asdict(self)
 
 
 def summarize(samples_ms: list[float]) -> Timing:
+    """Median, p25, p75 (inclusive quartiles from 4 samples up; min and max below that), min, max, n."""
     if not samples_ms:
         raise ValueError("no samples")
     s = sorted(samples_ms)
@@ -64,63 +101,115 @@ def summarize(samples_ms: list[float]) -> Timing:
     return Timing(statistics.median(s), p25, p75, s[0], s[-1], len(s))
 
 
+def summarize_calls(device_ms: list[float], host_ms: list[float], hidden: list[bool] | None = None) -> Timing:
+    """A Timing of the device samples carrying the host samples' Timing and the hidden-dispatch share."""
+    t = summarize(device_ms)
+    share = sum(hidden) / len(hidden) if hidden else None
+    return Timing(t.median_ms, t.p25_ms, t.p75_ms, t.min_ms, t.max_ms, t.n, summarize(host_ms), share)
+
+
+def gbs(nbytes: int | float, ms: float) -> float:
+    """GB/s (10^9 bytes per second) of `nbytes` moved in `ms` milliseconds."""
+    return nbytes / (ms * 1e-3) / 1e9
+
+
 def _is_cuda(device) -> bool:
     return getattr(device, "type", str(device)).startswith("cuda")
 
 
+_CYCLES_PER_MS: dict[str, float] = {}
+
+
 class _Clock:
-    """Starts/stops one timed region on the right clock for the device."""
+    """Times one call on the right clock for the device; see the module docstring for the GPU method."""
 
     def __init__(self, device):
         self.cuda = _is_cuda(device)
         self.device = device
+        self.lead_ms = LEAD_FLOOR_MS
         if self.cuda:
             import torch
 
             self._torch = torch
+            self._cycles_per_ms = self._calibrate()
 
-    def measure(self, fn: Callable[[], object]) -> float:
-        if self.cuda:
+    def _calibrate(self) -> float:
+        """SM clock cycles per millisecond of torch.cuda._sleep, measured once per device with events."""
+        key = str(self.device)
+        if key not in _CYCLES_PER_MS:
             torch = self._torch
+            cycles = 2_000_000
+            with torch.cuda.device(self.device):
+                torch.cuda._sleep(1000)  # load the kernel
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                best = float("inf")
+                for _ in range(3):
+                    torch.cuda.synchronize()
+                    start.record()
+                    torch.cuda._sleep(cycles)
+                    end.record()
+                    torch.cuda.synchronize()
+                    best = min(best, float(start.elapsed_time(end)))
+            _CYCLES_PER_MS[key] = cycles / max(best, 1e-3)
+        return _CYCLES_PER_MS[key]
+
+    def learn(self, host_ms: float) -> None:
+        """Warm-up: grow the device-side lead to cover the slowest dispatch seen."""
+        self.lead_ms = min(LEAD_CAP_MS, max(self.lead_ms, LEAD_FACTOR * host_ms + LEAD_FLOOR_MS))
+
+    def measure(self, fn: Callable[[], object]) -> tuple[float, float, bool | None]:
+        """(device ms, host ms, dispatch hidden or None on the CPU) of one call of fn."""
+        if not self.cuda:
+            t0 = time.perf_counter()
+            fn()
+            ms = (time.perf_counter() - t0) * 1e3
+            return ms, ms, None
+        torch = self._torch
+        with torch.cuda.device(self.device):
+            lead_start = torch.cuda.Event(enable_timing=True)
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize(self.device)
+            torch.cuda.synchronize()
+            queued = time.perf_counter()
+            lead_start.record()
+            torch.cuda._sleep(max(1, int(self.lead_ms * self._cycles_per_ms)))
             start.record()
+            t0 = time.perf_counter()
             fn()
+            t1 = time.perf_counter()
             end.record()
-            torch.cuda.synchronize(self.device)
-            return float(start.elapsed_time(end))
-        import time
-
-        t0 = time.perf_counter()
-        fn()
-        return (time.perf_counter() - t0) * 1e3
+            torch.cuda.synchronize()
+            lead_ms = float(lead_start.elapsed_time(start))
+            # The sleep began no earlier than it was queued, so if the host was done before `lead_ms` had
+            # passed since then, the device was still sleeping when the last timed kernel was queued.
+            hidden = (t1 - queued) * 1e3 < lead_ms
+            return float(start.elapsed_time(end)), (t1 - t0) * 1e3, hidden
 
 
 def time_fn(fn: Callable[[], object], device, *, warmup: int = 3, repeats: int = 20,
             setup: Callable[[], object] | None = None) -> Timing:
     """Median-of-repeats timing of `fn`. `setup` runs untimed before each call (e.g. reset a cache)."""
-    clock = _Clock(device)
-    samples = []
-    for i in range(warmup + repeats):
-        if setup is not None:
-            setup()
-        ms = clock.measure(fn)
-        if i >= warmup:
-            samples.append(ms)
-    return summarize(samples)
+    return time_interleaved({"fn": fn}, device, warmup=warmup, repeats=repeats,
+                            setup=None if setup is None else (lambda _name: setup()))["fn"]
 
 
 def time_interleaved(variants: dict[str, Callable[[], object]], device, *, warmup: int = 3,
                      repeats: int = 20, setup: Callable[[str], object] | None = None) -> dict[str, Timing]:
     """Time several variants A B C A B C ... in one process; returns one Timing per variant."""
-    clock = _Clock(device)
-    samples: dict[str, list[float]] = {k: [] for k in variants}
-    for i in range(warmup + repeats):
+    clocks = {k: _Clock(device) for k in variants}  # one lead per variant: dispatch costs differ
+    dev: dict[str, list[float]] = {k: [] for k in variants}
+    host: dict[str, list[float]] = {k: [] for k in variants}
+    hidden: dict[str, list[bool]] = {k: [] for k in variants}
+    for i in range(max(1, warmup) + repeats):
         for name, fn in variants.items():
             if setup is not None:
                 setup(name)
-            ms = clock.measure(fn)
-            if i >= warmup:
-                samples[name].append(ms)
-    return {k: summarize(v) for k, v in samples.items()}
+            d, h, hid = clocks[name].measure(fn)
+            if i < max(1, warmup):
+                clocks[name].learn(h)
+                continue
+            dev[name].append(d)
+            host[name].append(h)
+            if hid is not None:
+                hidden[name].append(hid)
+    return {k: summarize_calls(dev[k], host[k], hidden[k] or None) for k in variants}

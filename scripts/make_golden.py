@@ -52,7 +52,7 @@ def make_db(dest: Path) -> None:
         db = Path(tmp) / "runs.duckdb"
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         for model, label in RUNS:
-            cmd = [sys.executable, "-m", "runner", "run", "--model", model, "--quick", "--device", "cpu",
+            cmd = [sys.executable, "-m", "kvreport.runner", "run", "--model", model, "--quick", "--device", "cpu",
                    "--db", str(db), "--label", label]
             print("+", " ".join(cmd[2:]), flush=True)
             subprocess.run(cmd, check=True, env=env, cwd=ROOT)
@@ -70,7 +70,7 @@ def make_db(dest: Path) -> None:
 
 def make_site(db: Path, dest: Path) -> None:
     sys.path.insert(0, str(ROOT))
-    from analysis.site import build_site
+    from kvreport.analysis.site import build_site
 
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"

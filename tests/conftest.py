@@ -32,7 +32,7 @@ def fixture_db() -> Path:
 
 @pytest.fixture(scope="session")
 def built_site(fixture_db, tmp_path_factory) -> Path:
-    from analysis.site import build_site
+    from kvreport.analysis.site import build_site
 
     out = tmp_path_factory.mktemp("site") / "site"
     # Build from a copy: the build must never need to write next to the DB it reads.
@@ -45,7 +45,7 @@ def built_site(fixture_db, tmp_path_factory) -> Path:
 def write_payload_db(path: Path) -> dict:
     """A DB whose run metadata, labels, skip reasons and model name are script/attribute payloads, with
     memory rows so the memory page, its charts, the claims and the headlines all carry them."""
-    from runner.store import Store
+    from kvreport.runner.store import Store
 
     model = PAYLOADS["img"] + PAYLOADS["script"]
     meta = {
@@ -73,7 +73,7 @@ def write_payload_db(path: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def payload_site(tmp_path_factory) -> Path:
-    from analysis.site import build_site
+    from kvreport.analysis.site import build_site
 
     base = tmp_path_factory.mktemp("payload")
     db = base / "payload.duckdb"

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from runner.commands.audit import execute
+from kvreport.runner.commands.audit import execute
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
@@ -149,7 +149,7 @@ def test_invalid_utf8_and_long_lines(tmp_path):
 # --- whole-file errors: clear message, non-zero exit, nothing written ---------------------------------------
 
 def cli(*argv):
-    from runner.cli import main
+    from kvreport.runner.cli import main
 
     try:
         main([str(a) for a in argv])
@@ -261,7 +261,7 @@ def test_tokenizer_counts_spor_and_finds_a_timestamp_at_the_top(tmp_path):
 
 
 def test_measured_bytes_per_token_preferred(tmp_path):
-    from runner.commands.run import execute as run
+    from kvreport.runner.commands.run import execute as run
 
     db = tmp_path / "k.duckdb"
     run("tiny-gpt2", "cpu", "auto", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])

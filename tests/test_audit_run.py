@@ -10,15 +10,15 @@ import duckdb
 import pytest
 import torch
 
-from runner.commands.audit import execute as audit
-from runner.commands.run import execute as run
+from kvreport.runner.commands.audit import execute as audit
+from kvreport.runner.commands.run import execute as run
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    from analysis.site import build_site
+    from kvreport.analysis.site import build_site
 
     tmp = tmp_path_factory.mktemp("audit-site")
     db = tmp / "k.duckdb"
@@ -47,7 +47,7 @@ def test_demo_audit_is_stored_with_the_run(site):
 
 
 def test_demo_workload_is_deterministic(tmp_path):
-    from runner.audit.demo import write_demo
+    from kvreport.runner.audit.demo import write_demo
 
     a, _ = write_demo(tmp_path / "a")
     b, _ = write_demo(tmp_path / "b")
@@ -73,9 +73,9 @@ def test_prefix_reuse_is_exact_and_computes_fewer_tokens(site):
 
 def test_prefix_reuse_detects_a_wrong_reuse():
     """The exactness check can fail: a prefix cache from other tokens gives different logits."""
-    from runner.experiments.prefix_reuse import logits_agree
-    from runner.kv_cache import forward_with_cache
-    from runner.models import load_model
+    from kvreport.runner.experiments.prefix_reuse import logits_agree
+    from kvreport.runner.kv_cache import forward_with_cache
+    from kvreport.runner.models import load_model
 
     m = load_model("tiny-gpt2", torch.device("cpu"), torch.float32).model
     ids = torch.randint(0, 512, (1, 24), generator=torch.Generator().manual_seed(0))

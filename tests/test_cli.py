@@ -10,7 +10,7 @@ import pytest
 
 
 def kvreport(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "runner", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300)
 
 
@@ -130,7 +130,7 @@ def test_build_on_foreign_and_empty_db(tmp_path):
     r = kvreport("build", "--db", str(foreign), "--out", str(tmp_path / "s"))
     assert r.returncode != 0 and "not a kvreport DB" in r.stderr and "Traceback" not in r.stderr
 
-    from runner.store import Store
+    from kvreport.runner.store import Store
 
     Store(tmp_path / "empty.duckdb").close()
     r = kvreport("build", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "s"))
@@ -144,7 +144,7 @@ def test_build_on_foreign_and_empty_db(tmp_path):
 def test_local_checkpoint_folder_loads_with_real_weights(tmp_path):
     import torch
 
-    from runner.models import load_model
+    from kvreport.runner.models import load_model
 
     lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     lm.model.save_pretrained(tmp_path / "ckpt")
@@ -165,7 +165,7 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
     import time
 
     db = tmp_path / "k.duckdb"
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "runner", "run", "--model", "tiny-gpt2", "--db", str(db)],
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "kvreport.runner", "run", "--model", "tiny-gpt2", "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     for line in proc.stdout:  # wait until the run row exists and experiments are under way

@@ -8,15 +8,15 @@ import duckdb
 import pytest
 import torch
 
-from runner import ceilings
-from runner.experiments import RunContext, Skip
-from runner.experiments import kv_compact_v2 as kc
-from runner.experiments import kv_decode_cost_v2 as kd
-from runner.experiments import kv_frag_v2 as kf
-from runner.frag_child import plan
-from runner.kv_cache import cache_seq_len, forward_with_cache
-from runner.kv_formula import kv_shape
-from runner.models import load_model
+from kvreport.runner import ceilings
+from kvreport.runner.experiments import RunContext, Skip
+from kvreport.runner.experiments import kv_compact_v2 as kc
+from kvreport.runner.experiments import kv_decode_cost_v2 as kd
+from kvreport.runner.experiments import kv_frag_v2 as kf
+from kvreport.runner.frag_child import plan
+from kvreport.runner.kv_cache import cache_seq_len, forward_with_cache
+from kvreport.runner.kv_formula import kv_shape
+from kvreport.runner.models import load_model
 
 CPU = torch.device("cpu")
 ITER2 = ["device_ceilings", "kv_decode_cost_v2", "kv_frag_v2", "kv_compact_v2"]
@@ -206,8 +206,8 @@ class Page(HTMLParser):
 
 @pytest.fixture(scope="module")
 def cpu_site(tmp_path_factory):
-    from analysis.site import build_site
-    from runner.commands.run import execute
+    from kvreport.analysis.site import build_site
+    from kvreport.runner.commands.run import execute
 
     tmp = tmp_path_factory.mktemp("iter2")
     db = tmp / "k.duckdb"
@@ -245,7 +245,7 @@ def test_pages_on_cpu_db(cpu_site):
 
 
 def test_claims_on_cpu_db(cpu_site):
-    from analysis.queries import Queries
+    from kvreport.analysis.queries import Queries
 
     db, _ = cpu_site
     con = duckdb.connect(str(db), read_only=True)
@@ -271,9 +271,9 @@ def test_claims_on_cpu_db(cpu_site):
 def test_fragmentation_page_and_claim_with_gpu_rows(tmp_path):
     """GPU-shaped rows (written by hand, for the renderer only): the page draws the chart and the table,
     and the claim's verdict follows the numbers."""
-    from analysis.queries import Queries
-    from analysis.site import build_site
-    from runner.store import Store
+    from kvreport.analysis.queries import Queries
+    from kvreport.analysis.site import build_site
+    from kvreport.runner.store import Store
 
     db = tmp_path / "g.duckdb"
     mb = 1_000_000

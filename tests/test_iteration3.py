@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from runner.experiments import RunContext
-from runner.experiments import kv_crossover_v3 as crossover
-from runner.experiments import kv_interference_v3 as interference
-from runner.experiments import kv_pressure_v3 as pressure
-from runner.models import load_model
+from kvreport.runner.experiments import RunContext
+from kvreport.runner.experiments import kv_crossover_v3 as crossover
+from kvreport.runner.experiments import kv_interference_v3 as interference
+from kvreport.runner.experiments import kv_pressure_v3 as pressure
+from kvreport.runner.models import load_model
 
 CPU = torch.device("cpu")
 
@@ -107,7 +107,7 @@ def test_pressure_out_of_memory_is_caught_recorded_and_freed(tiny, monkeypatch, 
 
 
 def test_pressure_rejects_a_bad_fraction(tiny, monkeypatch):
-    from runner.errors import UserError
+    from kvreport.runner.errors import UserError
 
     monkeypatch.setenv("KVREPORT_PRESSURE_FRACTION", "1.5")
     with pytest.raises(UserError, match="KVREPORT_PRESSURE_FRACTION"):
@@ -184,7 +184,7 @@ def test_interference_runs_on_cpu_with_threads(tiny, monkeypatch):
 
 
 def test_decode_loop_restores_the_prefix(tiny):
-    from runner.kv_cache import cache_seq_len
+    from kvreport.runner.kv_cache import cache_seq_len
 
     with torch.inference_mode():
         loop = interference.DecodeLoop(make_ctx(tiny), batch=2, prefix=16, steps=3)
@@ -228,8 +228,8 @@ def test_sliding_window_caps_the_crossover():
 
 
 def test_crossover_min_tokens_brackets_the_weights():
-    from runner.kv_formula import kv_shape
-    from runner.models import builtin_config
+    from kvreport.runner.kv_formula import kv_shape
+    from kvreport.runner.models import builtin_config
 
     shape = kv_shape(builtin_config("gpt2"))
     exact, first = crossover.crossover(shape, 2 * 12 * 64 * 2, 1_000_000, batch=3)
@@ -243,7 +243,7 @@ def test_crossover_run_measures_the_loaded_model(tiny):
     measured = [r for r in rows if r["source"] == "measured"]
     assert {r["model"] for r in measured} == {"tiny-gpt2"} and len(measured) == 7
     assert measured[0]["kv_bytes_per_token"] == 1024 and measured[0]["weight_bytes"] == tiny.weight_bytes()
-    from runner.models import BUILTIN
+    from kvreport.runner.models import BUILTIN
 
     assert {r["model"] for r in rows if r["source"] == "formula"} == set(BUILTIN)
 
@@ -285,9 +285,9 @@ def _parse(path):
 def site(tmp_path_factory, tiny):
     """A real quick run of the three experiments, plus a synthetic run whose interference breaks the bound
     (the seed's pattern), written through the Store; then the site."""
-    from analysis.site import build_site
-    from runner.commands.run import execute
-    from runner.store import Store
+    from kvreport.analysis.site import build_site
+    from kvreport.runner.commands.run import execute
+    from kvreport.runner.store import Store
 
     tmp = tmp_path_factory.mktemp("it3")
     db = tmp / "k.duckdb"

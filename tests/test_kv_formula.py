@@ -1,8 +1,8 @@
 """The analytic formula: expected values from the issue, GQA, explicit head_dim, sliding windows."""
 import pytest
 
-from runner.kv_formula import kv_shape
-from runner.models import BUILTIN, builtin_config
+from kvreport.runner.kv_formula import kv_shape
+from kvreport.runner.models import BUILTIN, builtin_config
 
 EXPECTED_16BIT = {
     "gpt2": 36_864,
@@ -43,7 +43,7 @@ def test_sliding_window_cap_matches_what_transformers_keeps():
     import torch
     from transformers import AutoModelForCausalLM, MistralConfig
 
-    from runner.kv_cache import cache_bytes, forward_with_cache
+    from kvreport.runner.kv_cache import cache_bytes, forward_with_cache
 
     cfg = MistralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                         num_key_value_heads=2, vocab_size=64, sliding_window=8)

@@ -11,8 +11,11 @@ def test_wheel_includes_templates_and_queries(tmp_path):
     assert r.returncode == 0, r.stderr
     (wheel,) = tmp_path.glob("kvreport-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "templates/base.html" in names and "templates/assets/site.css" in names
-    assert "analysis/queries/memory_formula_match.sql" in names
-    assert "runner/experiments/kv_memory_v2.py" in names
+    # Everything lives under the one `kvreport` namespace: no generic top-level names in site-packages.
+    assert {n.split("/")[0] for n in names} == {"kvreport", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
+    assert "kvreport/templates/base.html" in names and "kvreport/templates/assets/site.css" in names
+    assert "kvreport/analysis/queries/memory_formula_match.sql" in names
+    assert "kvreport/runner/experiments/kv_memory_v2.py" in names
+    assert "kvreport/runner/schema/001_initial.sql" in names and "kvreport/runner/audit/sql/macros.sql" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "kvreport = runner.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "kvreport = kvreport.runner.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

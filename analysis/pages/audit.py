@@ -5,8 +5,10 @@ Every string from a log (session ids, instruction text, prompt snippets) is untr
 autoescape it and charts entity-escape it (analysis/charts.py)."""
 from __future__ import annotations
 
-from analysis import charts
-from analysis.site import PageSpec
+from dataclasses import dataclass
+
+from kvreport.analysis import charts
+from kvreport.analysis.site import PageSpec
 
 PAGE = PageSpec(slug="audit", title="Token audit", order=70)
 MAX_DETAILED = 2  # the newest standalone audit and the newest demo audit get the full breakdown
@@ -110,7 +112,17 @@ def _prefix(q) -> dict:
     return {"prefix_rows": rows, "prefix_totals": totals, "evict": evict, "prefix_chart": chart}
 
 
-def context(q, site) -> dict:
+@dataclass
+class AuditPage:
+    audits: list[dict]
+    details: list[dict]      # the featured audits' breakdowns (_detail)
+    prefix_rows: list[dict]
+    prefix_totals: list[dict]
+    evict: list[dict]
+    prefix_chart: object | None
+
+
+def context(q, site) -> AuditPage:
     audits = q("audit_list")
     details = [_detail(q, a) for a in _featured(audits)]
-    return {"audits": audits, "details": details, **_prefix(q)}
+    return AuditPage(audits=audits, details=details, **_prefix(q))

@@ -2,11 +2,14 @@
 layer and tensor) vs batched (one gather), across workload sizes, against the copy roof and the peak."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 
-from analysis.charts import make_chart, reference_lines, spread
-from analysis.pages.decode import skip_notes
-from analysis.site import PageSpec
+from kvreport.analysis.charts import make_chart, reference_lines, spread
+from kvreport.analysis.site import PageSpec
+
+from ._helpers import newest_first, skip_notes
 
 PAGE = PageSpec(slug="compaction", title="Compaction", order=40)
 EXPERIMENT = "kv_compact_v2"
@@ -34,11 +37,23 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
         "bytes moved (MB, read + written)", "GB/s")
 
 
-def context(q, site) -> dict:
+@dataclass
+class CompactionPage:
+    rows: list[dict]
+    ratios: list[dict]
+    regimes: list[dict]
+    ceilings: list[dict]
+    charts: list
+    older_runs: int
+    skips: list[dict]
+    ceiling_skips: list[dict]
+
+
+def context(q, site) -> CompactionPage:
     rows = q("compact_by_size")
-    run_ids = sorted({r["run_id"] for r in rows}, reverse=True)
+    run_ids = newest_first(rows)
     charts = [gbs_chart(rid, [r for r in rows if r["run_id"] == rid], site.run_label(rid))
               for rid in run_ids[:MAX_CHARTS]]
-    return {"rows": rows, "ratios": q("compact_ratios"), "regimes": q("compact_regimes"),
-            "ceilings": q("ceilings_by_run"), "charts": charts, "older_runs": len(run_ids) - len(charts),
-            "skips": skip_notes(q, EXPERIMENT), "ceiling_skips": skip_notes(q, "device_ceilings")}
+    return CompactionPage(rows=rows, ratios=q("compact_ratios"), regimes=q("compact_regimes"),
+                          ceilings=q("ceilings_by_run"), charts=charts, older_runs=len(run_ids) - len(charts),
+                          skips=skip_notes(q, EXPERIMENT), ceiling_skips=skip_notes(q, "device_ceilings"))

@@ -7,18 +7,18 @@ Metrics come from every analysis/queries/compare_*.sql (columns COMPARE_COLUMNS)
 joins the comparison by adding one query."""
 from __future__ import annotations
 
-from analysis import charts
-from analysis.site import BuildError, PageSpec
+from dataclasses import dataclass
+
+from kvreport.analysis import charts
+from kvreport.analysis.site import BuildError, PageSpec
+
+from ._helpers import config_key
 
 PAGE = PageSpec(slug="compare", title="Compare", order=85)
 
 COMPARE_COLUMNS = ["topic", "metric", "run_id", "value", "unit", "better", "p25", "p75", "summary", "page"]
 THRESHOLD = 0.10  # a change smaller than 10% between two runs of one configuration is not called out
 NORMALISED_UNITS = ["B/token", "% of roof", "% of peak"]
-
-
-def _config(run: dict) -> tuple:
-    return (run.get("device_name") or "", run.get("model") or "", run.get("dtype") or "")
 
 
 def classify(base: dict, new: dict, threshold: float = THRESHOLD) -> tuple[float | None, str]:
@@ -45,7 +45,7 @@ def changes(metrics: list[dict], runs: list[dict], threshold: float = THRESHOLD)
     out, n_compared = [], 0
     previous: dict[tuple, int] = {}
     for run in sorted(runs, key=lambda r: r["run_id"]):
-        key = _config(run)
+        key = config_key(run)
         mine = by_run.get(run["run_id"], {})
         base_id = previous.get(key)
         if mine:
@@ -67,7 +67,22 @@ def changes(metrics: list[dict], runs: list[dict], threshold: float = THRESHOLD)
     return out, n_compared
 
 
-def context(q, site) -> dict:
+@dataclass
+class ComparePage:
+    metrics: list[dict]
+    runs: list[dict]
+    run_ids: list[int]
+    side: list[dict]          # one row per summary metric, values by run
+    side_csv: str
+    charts: list
+    changes: list[dict]       # metrics that moved by more than the threshold between runs of one config
+    n_compared: int
+    threshold: float
+    repeated: list[dict]      # configurations with more than one run
+    labels: dict[int, str]
+
+
+def context(q, site) -> ComparePage:
     metrics = q.union("compare_", COMPARE_COLUMNS)
     for m in metrics:
         if m["run_id"] not in site.run_ids:
@@ -114,10 +129,10 @@ def context(q, site) -> dict:
     found, n_compared = changes(metrics, site.runs)
     configs: dict[tuple, list[int]] = {}
     for r in site.runs:
-        configs.setdefault(_config(r), []).append(r["run_id"])
+        configs.setdefault(config_key(r), []).append(r["run_id"])
     repeated = {k: v for k, v in configs.items() if len(v) > 1}
-    return {"metrics": metrics, "runs": runs, "run_ids": run_ids, "side": side, "side_csv": side_csv,
-            "charts": chart_list, "changes": found, "n_compared": n_compared, "threshold": THRESHOLD,
-            "repeated": [{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
-                         for k, v in sorted(repeated.items())],
-            "labels": {i: site.run_label(i) for i in site.run_ids}}
+    return ComparePage(metrics=metrics, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
+                       charts=chart_list, changes=found, n_compared=n_compared, threshold=THRESHOLD,
+                       repeated=[{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
+                                 for k, v in sorted(repeated.items())],
+                       labels={i: site.run_label(i) for i in site.run_ids})

@@ -2,10 +2,12 @@
 batch size (formula for every built-in architecture, measured for each run's model), and the seed's claims."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 
-from analysis.charts import PALETTE, make_chart
-from analysis.site import PageSpec
+from kvreport.analysis.charts import PALETTE, make_chart
+from kvreport.analysis.site import PageSpec
 
 PAGE = PageSpec(slug="crossover", title="Crossover", order=60)
 EXPERIMENT = "kv_crossover_v3"
@@ -54,7 +56,20 @@ def gqa_note(batch1: list[dict]) -> dict | None:
     }
 
 
-def context(q, site) -> dict:
+@dataclass
+class CrossoverPage:
+    rows: list[dict]
+    batch1: list[dict]
+    batch_chart: object
+    newest: int | None       # the run whose formula rows are shown (identical in every run)
+    gqa: dict | None
+    agreement: list[dict]
+    skips: list[dict]
+    cpu_runs: list[int]
+    claims: list[dict]
+
+
+def context(q, site) -> CrossoverPage:
     rows = q("crossover_all")
     batch1 = q("crossover_batch1")
     # Formula rows are the same in every run: show the newest run's; measured rows of every run.
@@ -63,11 +78,11 @@ def context(q, site) -> dict:
     batch_chart = crossover_chart(shown)
     table_b1 = [r for r in batch1 if r["source"] == "measured" or r["run_id"] == newest]
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
-    return {
-        "rows": shown, "batch1": table_b1, "batch_chart": batch_chart, "newest": newest,
-        "gqa": gqa_note(table_b1),
-        "agreement": q("crossover_measured_vs_formula"),
-        "skips": [s for s in statuses if s["status"] != "ok"],
-        "cpu_runs": sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
-        "claims": q("claim_crossover"),
-    }
+    return CrossoverPage(
+        rows=shown, batch1=table_b1, batch_chart=batch_chart, newest=newest,
+        gqa=gqa_note(table_b1),
+        agreement=q("crossover_measured_vs_formula"),
+        skips=[s for s in statuses if s["status"] != "ok"],
+        cpu_runs=sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
+        claims=q("claim_crossover"),
+    )

@@ -1,12 +1,19 @@
 """Raw data: the DuckDB file and every table as CSV and Parquet, with row counts and columns."""
 from __future__ import annotations
 
-from analysis.site import PageSpec
+from dataclasses import dataclass
+
+from kvreport.analysis.site import PageSpec
 
 PAGE = PageSpec(slug="data", title="Data", order=90)
 
 
-def context(q, site) -> dict:
+@dataclass
+class DataPage:
+    tables: list[dict]  # table, rows, columns, n_columns, csv, parquet
+
+
+def context(q, site) -> DataPage:
     tables = []
     for t in q("data_tables"):
         name = t["table_name"]
@@ -16,4 +23,4 @@ def context(q, site) -> dict:
         n_rows = q.con.execute('SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
         tables.append({"table": name, "rows": n_rows, "columns": t["columns"], "n_columns": t["column_count"],
                        "csv": site.csv_files.get(name), "parquet": f"data/{name}.parquet"})
-    return {"tables": tables}
+    return DataPage(tables=tables)

@@ -2,10 +2,14 @@
 (bytes the step must read / measured copy roof), and what bounds it."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 
-from analysis.charts import make_chart, reference_lines, spread
-from analysis.site import PageSpec
+from kvreport.analysis.charts import make_chart, reference_lines, spread
+from kvreport.analysis.site import PageSpec
+
+from ._helpers import newest_first, skip_notes
 
 PAGE = PageSpec(slug="decode", title="Decode", order=20)
 EXPERIMENT = "kv_decode_cost_v2"
@@ -32,15 +36,20 @@ def step_chart(run_id: int, rows: list[dict], label: str):
         "prefix length (tokens)", "step time (ms)")
 
 
-def skip_notes(q, experiment: str) -> list[dict]:
-    return [s for s in q("ceilings_experiment_status", experiment=experiment) if s["status"] != "ok"]
+@dataclass
+class DecodePage:
+    steps: list[dict]
+    variation: list[dict]
+    charts: list
+    skips: list[dict]
+    older_runs: int  # runs in the tables without a chart of their own
 
 
-def context(q, site) -> dict:
+def context(q, site) -> DecodePage:
     steps = q("decode_steps")
     variation = q("decode_variation")
-    run_ids = sorted({r["run_id"] for r in steps}, reverse=True)
+    run_ids = newest_first(steps)
     charts = [step_chart(rid, [r for r in steps if r["run_id"] == rid], site.run_label(rid))
               for rid in run_ids[:MAX_CHARTS]]
-    return {"steps": steps, "variation": variation, "charts": charts, "skips": skip_notes(q, EXPERIMENT),
-            "older_runs": len(run_ids) - len(charts)}
+    return DecodePage(steps=steps, variation=variation, charts=charts, skips=skip_notes(q, EXPERIMENT),
+                      older_runs=len(run_ids) - len(charts))

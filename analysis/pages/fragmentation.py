@@ -2,9 +2,12 @@
 allocator vs expandable segments."""
 from __future__ import annotations
 
-from analysis import charts
-from analysis.pages.decode import skip_notes
-from analysis.site import PageSpec
+from dataclasses import dataclass
+
+from kvreport.analysis import charts
+from kvreport.analysis.site import PageSpec
+
+from ._helpers import newest_first, skip_notes
 
 PAGE = PageSpec(slug="fragmentation", title="Fragmentation", order=30)
 EXPERIMENT = "kv_frag_v2"
@@ -27,10 +30,19 @@ def memory_chart(run_id: int, rows: list[dict], label: str):
         "phase", "MB")
 
 
-def context(q, site) -> dict:
+@dataclass
+class FragmentationPage:
+    phases: list[dict]
+    retention: list[dict]
+    charts: list
+    older_runs: int
+    skips: list[dict]
+
+
+def context(q, site) -> FragmentationPage:
     phases = q("frag_phases")
-    run_ids = sorted({r["run_id"] for r in phases}, reverse=True)
+    run_ids = newest_first(phases)
     chart_list = [memory_chart(rid, [r for r in phases if r["run_id"] == rid], site.run_label(rid))
                   for rid in run_ids[:MAX_CHARTS]]
-    return {"phases": phases, "retention": q("frag_retention"), "charts": chart_list,
-            "older_runs": len(run_ids) - len(chart_list), "skips": skip_notes(q, EXPERIMENT)}
+    return FragmentationPage(phases=phases, retention=q("frag_retention"), charts=chart_list,
+                             older_runs=len(run_ids) - len(chart_list), skips=skip_notes(q, EXPERIMENT))

@@ -2,15 +2,16 @@
 runs in the DB with their environment, what was skipped and why, and the claims ledger in one line."""
 from __future__ import annotations
 
-from analysis.site import BuildError, PageSpec
+from dataclasses import dataclass
+
+from kvreport.analysis.site import BuildError, PageSpec
+
+from . import _claims
+from ._helpers import config_key
 
 PAGE = PageSpec(slug="index", title="Overview", order=0)
 
 HEADLINE_COLUMNS = ["run_id", "finding", "value", "unit", "page"]
-
-
-def _config(run: dict) -> tuple:
-    return (run.get("device_name") or "", run.get("model") or "", run.get("dtype") or "")
 
 
 def headlines(q, site) -> list[dict]:
@@ -28,7 +29,20 @@ def headlines(q, site) -> list[dict]:
     return sorted(rows, key=lambda h: (h["page_order"], h["query"], h["run_id"] or 0, h["finding"]))
 
 
-def context(q, site) -> dict:
+@dataclass
+class OverviewPage:
+    runs: list[dict]
+    groups: list[dict]        # one per configuration: its latest run and that run's headline findings
+    general: list[dict]       # headlines not tied to a run
+    skips: list[dict]
+    statuses: list[dict]
+    n_claims: int
+    verdicts: list[tuple[str, int]]
+    devices: list[str]
+    models: list[str]
+
+
+def context(q, site) -> OverviewPage:
     runs = q("runs")
     statuses = q("experiment_status")
     rows = headlines(q, site)
@@ -39,7 +53,7 @@ def context(q, site) -> dict:
     n_runs: dict[tuple, int] = {}
     with_findings = {h["run_id"] for h in rows}
     for r in runs:
-        key = _config(r)
+        key = config_key(r)
         n_runs[key] = n_runs.get(key, 0) + 1
         if r["run_id"] in with_findings or key not in latest:
             latest[key] = r
@@ -58,20 +72,10 @@ def context(q, site) -> dict:
     skips = [{"experiment": e, "status": st, "reason": reason, "runs": ", ".join(str(i) for i in sorted(ids)),
               "n_runs": len(ids)} for (e, st, reason), ids in sorted(skipped.items())]
 
-    from analysis.pages import claims as claims_page
-
-    claims = claims_page.ledger(q, site) if site.has_page("claims") else []
-    verdicts = claims_page.verdict_counts(claims_page.current(claims, site))
+    claims = _claims.ledger(q, site) if site.has_page("claims") else []
+    verdicts = _claims.verdict_counts(_claims.current(claims, site))
     devices = sorted({r["device_name"] for r in runs if r["device_name"]})
     models = sorted({r["model"] for r in runs if r["model"]})
-    return {
-        "runs": runs,
-        "groups": groups,
-        "general": general,
-        "skips": skips,
-        "statuses": statuses,
-        "n_claims": len({c["claim_id"] for c in claims}),
-        "verdicts": verdicts,
-        "devices": devices,
-        "models": models,
-    }
+    return OverviewPage(runs=runs, groups=groups, general=general, skips=skips, statuses=statuses,
+                        n_claims=len({c["claim_id"] for c in claims}), verdicts=verdicts, devices=devices,
+                        models=models)

@@ -2,10 +2,12 @@
 (both may not beat the longer part alone, nor its bytes over the copy roof) and the seed's claim."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 
-from analysis.charts import PALETTE, make_chart, reference_lines, spread
-from analysis.site import PageSpec
+from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, spread
+from kvreport.analysis.site import PageSpec
 
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
 EXPERIMENT = "kv_interference_v3"
@@ -42,7 +44,19 @@ def timings_chart(run_id: int, rows: list[dict], summary: dict | None, label: st
         "mode", "time (ms)")
 
 
-def context(q, site) -> dict:
+@dataclass
+class InterferencePage:
+    rows: list[dict]
+    summary: list[dict]
+    charts: list
+    older_runs: int
+    skips: list[dict]
+    cpu_runs: list[int]
+    violations: list[dict]
+    claims: list[dict]
+
+
+def context(q, site) -> InterferencePage:
     rows = q("interference_modes")
     summary = q("interference_summary")
     by_run = {s["run_id"]: s for s in summary}
@@ -50,10 +64,10 @@ def context(q, site) -> dict:
     charts = [timings_chart(rid, [r for r in rows if r["run_id"] == rid], by_run.get(rid), site.run_label(rid))
               for rid in run_ids[:MAX_CHARTS]]
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
-    return {
-        "rows": rows, "summary": summary, "charts": charts, "older_runs": len(run_ids) - len(charts),
-        "skips": [s for s in statuses if s["status"] != "ok"],
-        "cpu_runs": sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
-        "violations": [s for s in summary if s["bound_violated"]],
-        "claims": q("claim_interference"),
-    }
+    return InterferencePage(
+        rows=rows, summary=summary, charts=charts, older_runs=len(run_ids) - len(charts),
+        skips=[s for s in statuses if s["status"] != "ok"],
+        cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
+        violations=[s for s in summary if s["bound_violated"]],
+        claims=q("claim_interference"),
+    )

@@ -3,9 +3,12 @@ allocator delta (iteration 1) reports instead."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
-from analysis import charts
-from analysis.site import PageSpec
+from kvreport.analysis import charts
+from kvreport.analysis.site import PageSpec
+
+from ._helpers import latest_per_config
 
 PAGE = PageSpec(slug="memory", title="Memory", order=10)
 
@@ -14,23 +17,25 @@ def _run_label(r) -> str:
     return f"run {r['run_id']} · {r['model']} {r['dtype']}"
 
 
-def latest_per_config(rows: list[dict], site) -> set[int]:
-    """The newest run of each (device, model, dtype) among `rows`: cache sizes are exact, so older runs of
-    one configuration draw the same lines again; the tables below still list every run."""
-    latest: dict[tuple, int] = {}
-    for r in rows:
-        run = site.run(r["run_id"]) or {}
-        key = (run.get("device_name"), run.get("model"), run.get("dtype"))
-        latest[key] = max(latest.get(key, r["run_id"]), r["run_id"])
-    return set(latest.values())
+@dataclass
+class MemoryPage:
+    match: list[dict]
+    summary: list[dict]
+    per_layer: list[dict]
+    allocator: list[dict]
+    bpt_chart: object
+    layer_chart: object
+    alloc_chart: object | None
 
 
-def context(q, site) -> dict:
+def context(q, site) -> MemoryPage:
     match = q("memory_formula_match")
     per_layer = q("memory_per_layer")
     allocator = q("memory_allocator_delta")
     summary = q("memory_bytes_per_token")
-    shown_runs = latest_per_config(match, site)
+    # Cache sizes are exact, so older runs of one configuration would draw the same lines again; the
+    # tables below still list every run.
+    shown_runs = latest_per_config({r["run_id"] for r in match}, site)
 
     series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     for r in (r for r in match if r["run_id"] in shown_runs):
@@ -47,7 +52,7 @@ def context(q, site) -> dict:
         hlines=[(v, label) for v, label in formula_lines])
 
     layer_series: dict[str, tuple[list, list]] = {}
-    for r in (r for r in per_layer if r["run_id"] in latest_per_config(per_layer, site)):
+    for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site)):
         for part in ("k", "v"):
             key = f"run {r['run_id']} {part.upper()}"
             xs, ys = layer_series.setdefault(key, ([], []))
@@ -73,5 +78,5 @@ def context(q, site) -> dict:
             "Bytes per token implied by the CUDA allocator's delta around a prefill, with and without the "
             "logits still alive, against the formula.", "sequence length (tokens)", "bytes per token",
             log_x=True, hlines=[(v, label) for v, label in formula_lines])
-    return {"match": match, "summary": summary, "per_layer": per_layer, "allocator": allocator,
-            "bpt_chart": bpt_chart, "layer_chart": layer_chart, "alloc_chart": alloc_chart}
+    return MemoryPage(match=match, summary=summary, per_layer=per_layer, allocator=allocator,
+                      bpt_chart=bpt_chart, layer_chart=layer_chart, alloc_chart=alloc_chart)

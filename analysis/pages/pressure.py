@@ -2,10 +2,14 @@
 ceiling; the theoretical maximum and the serving-engine capacity line; the seed's claims."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import plotly.graph_objects as go
 
-from analysis.charts import make_chart, reference_lines, spread
-from analysis.site import PageSpec
+from kvreport.analysis.charts import make_chart, reference_lines, spread
+from kvreport.analysis.site import PageSpec
+
+from ._helpers import newest_first
 
 PAGE = PageSpec(slug="pressure", title="Pressure", order=50)
 EXPERIMENT = "kv_pressure_v3"
@@ -41,10 +45,21 @@ def requests_chart(run_id: int, rows: list[dict], caps: list[dict], label: str):
         "requests admitted", "MiB")
 
 
-def context(q, site) -> dict:
+@dataclass
+class PressurePage:
+    caps: list[dict]
+    charts: list
+    older_runs: int
+    skips: list[dict]
+    cpu_runs: list[int]
+    oom_runs: list[dict]
+    claims: list[dict]
+
+
+def context(q, site) -> PressurePage:
     rows = q("pressure_requests")
     caps = q("pressure_capacity")
-    run_ids = sorted({r["run_id"] for r in caps}, reverse=True)
+    run_ids = newest_first(caps)
     charts = []
     for rid in run_ids[:MAX_CHARTS]:
         rs = [r for r in rows if r["run_id"] == rid]
@@ -52,10 +67,10 @@ def context(q, site) -> dict:
         if rs:
             charts.append(requests_chart(rid, rs, cs, site.run_label(rid)))
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
-    return {
-        "caps": caps, "charts": charts, "older_runs": len(run_ids) - len(charts),
-        "skips": [s for s in statuses if s["status"] != "ok"],
-        "cpu_runs": sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),
-        "oom_runs": [c for c in caps if c["stop_reason"] == "oom"],
-        "claims": q("claim_pressure"),
-    }
+    return PressurePage(
+        caps=caps, charts=charts, older_runs=len(run_ids) - len(charts),
+        skips=[s for s in statuses if s["status"] != "ok"],
+        cpu_runs=sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),
+        oom_runs=[c for c in caps if c["stop_reason"] == "oom"],
+        claims=q("claim_pressure"),
+    )

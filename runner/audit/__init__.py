@@ -6,7 +6,7 @@
     pricing.py    KV bytes per token (measured in the DB when there is a measurement, else the formula)
     tokenizer.py  local Hugging Face tokenizers for --tokenizer (never downloads)
     demo.py       the built-in demo workload `kvreport run` audits
-    tables.py     the audit tables (created with every other table by runner/store.py)
+    (tables)      the audit tables are part of the schema: runner/schema/*.sql
     sqlfiles.py   runs the .sql files of sql/ with bound parameters
     sql/          every query the audit runs (the site's queries are analysis/queries/audit_*.sql)
 """

@@ -18,12 +18,14 @@ from ..errors import UserError
 from .ingest import Source, describe_sources, detect, ingest
 from .pricing import Memory, Pricing
 from .sqlfiles import run_sql
-from .tables import TABLES
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
 _SCRATCH = ("_staged", "_lines", "_sess_raw", "_content", "_ids", "_sys_counts", "_pairs", "_lcp_chars", "_lcp_tokens",
             "_seg")
+# The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
+TABLES = ("audits", "token_calls", "token_rejects", "token_audit", "token_leakage", "token_ttl_sweep",
+          "token_bloat", "token_repeats")
 _VIEWS = ("token_calls", "token_rejects")  # views over _staged (sql/move.sql), not copies
 
 
@@ -70,14 +72,21 @@ def _setup(con, tmpdir: str, opts: AuditOptions) -> None:
         con.execute("SET memory_limit = ?", [opts.memory_limit])
     if opts.threads:
         con.execute(f"SET threads = {int(opts.threads)}")
-    for name, cols in TABLES.items():  # names and DDL are ours, not user input
+    catalog = _catalog(con)
+    for name in TABLES:  # the audit works in TEMP twins of the DB's own tables (same columns, no rows)
         if name not in _VIEWS:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {catalog}.main.{name} LIMIT 0")
     run_sql(con, "macros")
     run_sql(con, "parse_try" if _has_try(con) else "parse_valid")
     run_sql(con, "staged")
     run_sql(con, "move")
     con.execute("CREATE OR REPLACE TEMP TABLE _ids (rid BIGINT, ids INTEGER[], n_tokens BIGINT)")
+
+
+def _catalog(con) -> str:
+    """The DB file's catalog, quoted (TEMP tables of the same names shadow its tables)."""
+    db = con.execute("SELECT current_database()").fetchone()[0]
+    return '"' + db.replace('"', '""') + '"'
 
 
 def _has_try(con) -> bool:
@@ -225,8 +234,7 @@ def _select(name: str) -> tuple[str, list]:
 
 def persist(con, result: AuditResult) -> None:
     """Copy the audit's temp tables into the DB, all in one transaction."""
-    db = con.execute("SELECT current_database()").fetchone()[0]
-    catalog = '"' + db.replace('"', '""') + '"'
+    catalog = _catalog(con)
     ids = {"audit_id": result.audit_id, "run_id": result.summary["run_id"]}
     con.execute("BEGIN TRANSACTION")
     try:

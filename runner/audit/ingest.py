@@ -179,7 +179,9 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
     """A copy of a file DuckDB's reader refused, fixed so each line keeps its number:
     - bytes that are not UTF-8 become U+001A (SUB), so that line fails JSON validation and is rejected
       with its number while every good line is kept;
-    - \r\n endings become \n (the reader fails on a file that mixes both).
+    - \r\n endings become \n (the reader fails on a file that mixes both);
+    - NUL bytes become SUB too: NUL is the reader's "delimiter", so a line holding one reads as two
+      fields and the reader refuses the whole file.
     Chunked C-level decoding, not a per-line loop."""
     codecs.register_error("kvreport_sub", lambda e: ("\x1a", e.end))
     out = Path(tempfile.mkstemp(prefix="clean-", suffix=".txt", dir=tmpdir)[1])
@@ -189,14 +191,18 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
         while chunk := src.read(64 << 20):
             text = carry + dec.decode(chunk)
             carry = "\r" if text.endswith("\r") else ""  # its \n may start the next chunk
-            dst.write((text[:-1] if carry else text).replace("\r\n", "\n"))
-        dst.write((carry + dec.decode(b"", final=True)).replace("\r\n", "\n"))
+            dst.write(_normalise(text[:-1] if carry else text))
+        dst.write(_normalise(carry + dec.decode(b"", final=True)))
     return out
+
+
+def _normalise(text: str) -> str:
+    return text.replace("\r\n", "\n").replace(NUL, "\x1a")
 
 
 def _needs_sanitizing(exc: Exception) -> bool:
     msg = str(exc).lower()
-    return any(k in msg for k in ("unicode", "utf-8", "utf8", "invalid state"))
+    return any(k in msg for k in ("unicode", "utf-8", "utf8", "invalid state", "number of columns"))
 
 
 def ingest(con, src: Source, tmpdir: str) -> None:

@@ -16,7 +16,7 @@ _END = re.compile(r";[ \t]*(?:\n|$)")
 
 @lru_cache(maxsize=None)
 def statements(name: str) -> tuple[str, ...]:
-    text = (resources.files("runner.audit") / "sql" / f"{name}.sql").read_text(encoding="utf-8")
+    text = (resources.files("kvreport.runner.audit") / "sql" / f"{name}.sql").read_text(encoding="utf-8")
     parts = [p.strip() for p in _END.split(text)]
     return tuple(p for p in parts if p and not all(line.strip().startswith("--") or not line.strip()
                                                     for line in p.splitlines()))

@@ -12,7 +12,7 @@ def build(
     out: Annotated[Path, typer.Option(help="Folder to write the site into.")] = Path("site"),
 ):
     """Run every query in analysis/ and render the pages into OUT."""
-    from analysis.site import build_site
+    from kvreport.analysis.site import build_site
 
     pages = build_site(db, out)
     typer.echo(f"built {len(pages)} pages into {out}/ (open {out}/index.html)")

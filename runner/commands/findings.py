@@ -8,21 +8,14 @@ import typer
 
 
 def headline_rows(db: Path) -> list[dict]:
-    from analysis.queries import Queries, all_query_names
-    from analysis.site import connect
+    from kvreport.analysis.queries import Queries, names_with_prefix
 
-    from ..store import Store
+    from ..store import Store, current_schema_copy
 
-    Store(db, read_only=True).close()  # validates: exists, is a kvreport DB, schema not newer
-    con = connect(db)  # stand-ins for tables an older DB lacks, so every headline query runs
-    try:
-        q = Queries(con)
-        rows = []
-        for name in all_query_names():
-            if name.startswith("headline_"):
-                rows.extend(q(name))
-    finally:
-        con.close()
+    # An older DB is read through a migrated copy, so every headline query finds today's tables.
+    with current_schema_copy(db) as current, Store(current, read_only=True) as store:
+        q = Queries(store.con)
+        rows = [row for name in names_with_prefix("headline_") for row in q(name)]
     return sorted(rows, key=lambda r: (r["run_id"] or 0, r.get("page") or "", r["finding"]))
 
 

@@ -3,11 +3,12 @@
     NAME = "kv_memory_v2"        # also the name in the `experiments` table
     ITERATION = 2                # 1, 2, 3 or "audit": what `--iterations` selects
     ORDER = 20                   # order within the run (lower first)
-    TABLES = {"kv_memory_v2": "seq_len INTEGER, ..."}   # run_id is added automatically
+    TABLES = ("kv_memory_v2", "kv_per_layer")   # the tables it fills; their DDL is runner/schema/*.sql
     def run(ctx: RunContext) -> Result: ...
 
 An experiment that cannot run here raises Skip("why"); it is recorded as skipped with that reason.
-Modules are discovered, so adding an experiment is adding a file.
+Modules are discovered, so adding an experiment is adding a file (and, for a new table, a schema step).
+An experiment may write only the tables it names: the run refuses rows for any other table.
 """
 from __future__ import annotations
 
@@ -37,12 +38,17 @@ class Experiment:
     order: int
     module: ModuleType
 
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(getattr(self.module, "TABLES", ()))
+
     def run(self, ctx: "RunContext") -> Result:
-        return self.module.run(ctx)
-
-
-def _run_id_ddl(cols: str) -> str:
-    return "run_id INTEGER NOT NULL, " + cols
+        result = self.module.run(ctx)
+        undeclared = sorted(set(result.tables) - set(self.tables))
+        if undeclared:
+            raise RuntimeError(f"{self.name} returned rows for {', '.join(undeclared)}, which its TABLES "
+                               "does not name")
+        return result
 
 
 def registry() -> list[Experiment]:
@@ -53,9 +59,6 @@ def registry() -> list[Experiment]:
         mod = importlib.import_module(f"{__name__}.{info.name}")
         if not hasattr(mod, "NAME") or not hasattr(mod, "run"):
             continue
-        if not getattr(mod, "_ddl_done", False):
-            mod.TABLES = {t: _run_id_ddl(c) for t, c in getattr(mod, "TABLES", {}).items()}
-            mod._ddl_done = True
         found.append(Experiment(mod.NAME, str(mod.ITERATION), getattr(mod, "ORDER", 50), mod))
     return sorted(found, key=lambda e: (ITERATIONS.index(e.iteration), e.order, e.name))
 

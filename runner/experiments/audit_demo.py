@@ -15,7 +15,7 @@ from . import Result, RunContext
 NAME = "audit_demo"
 ITERATION = "audit"
 ORDER = 10
-TABLES: dict = {}  # writes the audit tables declared in runner/audit/tables.py
+TABLES = ()  # fills the audit tables, through runner/audit
 
 
 def _pricing(ctx: RunContext):
@@ -55,14 +55,16 @@ def run(ctx: RunContext) -> Result:
     from ..audit.engine import AuditOptions, fetch, run_audit
     from ..audit.pricing import memory_now
     from ..audit.tokenizer import load_tokenizer
+    from ..store import apply_steps
 
     pricing = _pricing(ctx)
     memory = memory_now(ctx.device)
     with tempfile.TemporaryDirectory(prefix="kvreport-demo-") as folder:
         ctx.progress("writing the demo logs (article sessions + generated OpenAI/Anthropic chats)")
         paths, tok_path = write_demo(folder)
-        con = duckdb.connect()
+        con = duckdb.connect()  # in memory: the run's store writes the rows, with the experiment's status
         try:
+            apply_steps(con, 0)  # the audit works against the DB's own table definitions
             res = run_audit(con, paths, AuditOptions(), audit_id=f"run-{ctx.run_id}-demo",
                             run_id=ctx.run_id, model=ctx.loaded.name, pricing=pricing, memory=memory,
                             tokenizer=load_tokenizer(tok_path))

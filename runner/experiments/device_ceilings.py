@@ -10,12 +10,7 @@ from ..environment import _cpu_name
 NAME = "device_ceilings"
 ITERATION = 2
 ORDER = 1
-TABLES = {
-    "device_ceilings": """device_name VARCHAR, peak_gbs DOUBLE, peak_source VARCHAR, roof_gbs DOUBLE,
-        roof_p25_gbs DOUBLE, roof_p75_gbs DOUBLE, roof_n INTEGER, roof_bytes BIGINT, roof_rounds INTEGER,
-        roof_worst_round_gbs DOUBLE, buffer_bytes BIGINT,
-        roof_pct_of_peak DOUBLE""",
-}
+TABLES = ("device_ceilings",)
 
 
 def run(ctx: RunContext) -> Result:

@@ -24,12 +24,7 @@ from ..timing import time_interleaved
 NAME = "kv_compact_v2"
 ITERATION = 2
 ORDER = 40
-TABLES = {
-    "kv_compact_v2": """method VARCHAR, bytes_moved BIGINT, time_ms DOUBLE, p25_ms DOUBLE, p75_ms DOUBLE,
-        n INTEGER, spread_wide BOOLEAN, gbs DOUBLE, pct_of_peak DOUBLE, pct_of_roof DOUBLE, correct BOOLEAN,
-        n_requests INTEGER, seq_len INTEGER, kv_bytes BIGINT, n_slots INTEGER, launches INTEGER,
-        roof_gbs DOUBLE, peak_gbs DOUBLE, cache_flushed BOOLEAN""",
-}
+TABLES = ("kv_compact_v2",)
 # pct_of_peak / pct_of_roof are fractions (0.42 = 42%). kv_bytes = live KV bytes gathered = bytes_moved / 2.
 
 KIB = 1 << 10

@@ -19,13 +19,7 @@ from ..models import BUILTIN, builtin_config, parameter_count
 NAME = "kv_crossover_v3"
 ITERATION = "3"
 ORDER = 30
-TABLES = {
-    "kv_crossover_v3": """model VARCHAR, source VARCHAR, dtype VARCHAR, kv_bytes_per_token DOUBLE,
-        weight_bytes BIGINT, batch_size INTEGER, crossover_tokens DOUBLE, n_heads INTEGER, n_kv_heads INTEGER,
-        n_layers INTEGER, head_dim INTEGER, parameters BIGINT, dtype_bytes INTEGER,
-        min_tokens_kv_exceeds BIGINT, crossover_total_tokens DOUBLE, sliding_window INTEGER,
-        max_positions BIGINT, exceeds_max_positions BOOLEAN""",
-}
+TABLES = ("kv_crossover_v3",)
 # crossover_tokens: tokens per request at which batch x KV = weights (fractional: the exact point);
 # min_tokens_kv_exceeds: the first whole token count at which KV >= weights; crossover_total_tokens:
 # crossover_tokens x batch_size, the tokens held across the batch.

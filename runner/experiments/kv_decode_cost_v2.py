@@ -28,13 +28,7 @@ from ..timing import time_fn
 NAME = "kv_decode_cost_v2"
 ITERATION = 2
 ORDER = 20
-TABLES = {
-    "kv_decode_cost_v2": """prefix_len INTEGER, batch_size INTEGER, step_ms DOUBLE, p25_ms DOUBLE, p75_ms DOUBLE,
-        n INTEGER, spread_wide BOOLEAN, kv_growth_bytes BIGINT, expected_growth_bytes BIGINT,
-        growth_match BOOLEAN, bytes_read BIGINT, achieved_gbs DOUBLE, pct_of_peak DOUBLE, pct_of_roof DOUBLE,
-        weight_bytes BIGINT, kv_bytes BIGINT, roof_gbs DOUBLE, peak_gbs DOUBLE, weights_floor_ms DOUBLE,
-        bandwidth_floor_ms DOUBLE, restore_method VARCHAR""",
-}
+TABLES = ("kv_decode_cost_v2",)
 # pct_of_peak / pct_of_roof are fractions (0.42 = 42%), like every ratio kvreport stores.
 
 

@@ -21,11 +21,7 @@ from ..kv_formula import kv_shape
 NAME = "kv_frag_v2"
 ITERATION = 2
 ORDER = 30
-TABLES = {
-    "kv_frag_v2": """allocator VARCHAR, phase VARCHAR, allocated_bytes BIGINT, reserved_bytes BIGINT,
-        inactive_split_bytes BIGINT, num_alloc_retries BIGINT, live_requests INTEGER, evicted_bytes BIGINT,
-        n_requests INTEGER, kv_live_bytes BIGINT, setting_confirmed BOOLEAN""",
-}
+TABLES = ("kv_frag_v2",)
 ALLOCATORS = {"default": None, "expandable_segments": "expandable_segments:True"}
 CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the second is torch >= 2.9's name
 CHILD_TIMEOUT_S = 120  # a child needs ~10 s (torch import, CUDA init, <1 s of work); a hang must not eat the run
@@ -59,7 +55,7 @@ def run_child(allocator: str, spec: dict, timeout_s: int = CHILD_TIMEOUT_S) -> d
     root = str(Path(__file__).resolve().parents[2])  # so `-m runner.frag_child` imports this checkout
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        proc = subprocess.run([sys.executable, "-m", "runner.frag_child", json.dumps(spec)], env=env,
+        proc = subprocess.run([sys.executable, "-m", "kvreport.runner.frag_child", json.dumps(spec)], env=env,
                               capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise FragChildError(f"{allocator} allocator: scenario child timed out after {timeout_s}s") from None

@@ -29,13 +29,7 @@ from ..timing import time_interleaved
 NAME = "kv_interference_v3"
 ITERATION = "3"
 ORDER = 20
-TABLES = {
-    "kv_interference_v3": """mode VARCHAR, time_ms DOUBLE, p25_ms DOUBLE, p75_ms DOUBLE, n INTEGER,
-        spread_wide BOOLEAN, concurrency VARCHAR, bytes_moved BIGINT, gbs DOUBLE, bound_ms DOUBLE,
-        bound_violated BOOLEAN, bound_note VARCHAR, roof_gbs DOUBLE, pct_of_roof DOUBLE, peak_gbs DOUBLE,
-        compact_bytes BIGINT, decode_bytes BIGINT, decode_steps INTEGER, decode_batch INTEGER,
-        prefix_len INTEGER, n_requests INTEGER, seq_len INTEGER, correct BOOLEAN""",
-}
+TABLES = ("kv_interference_v3",)
 
 MIB = 1 << 20
 # Live KV bytes compaction gathers (moves twice that: read + write), far beyond L2/LLC.

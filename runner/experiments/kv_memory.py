@@ -16,12 +16,7 @@ from ..kv_formula import kv_shape
 NAME = "kv_memory"
 ITERATION = 1
 ORDER = 10
-TABLES = {
-    "kv_memory": """seq_len INTEGER, batch_size INTEGER, before_bytes BIGINT, after_bytes BIGINT,
-        delta_bytes BIGINT, bytes_per_token DOUBLE, cache_only_delta_bytes BIGINT,
-        cache_only_bytes_per_token DOUBLE, logits_bytes BIGINT, peak_delta_bytes BIGINT,
-        formula_bytes_per_token BIGINT, expected_kv_bytes BIGINT""",
-}
+TABLES = ("kv_memory",)
 
 
 def sweep(ctx: RunContext) -> list[tuple[int, int]]:

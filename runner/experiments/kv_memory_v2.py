@@ -15,13 +15,7 @@ from ..kv_formula import kv_shape
 NAME = "kv_memory_v2"
 ITERATION = 2
 ORDER = 10
-TABLES = {
-    "kv_memory_v2": """seq_len INTEGER, batch_size INTEGER, kv_bytes BIGINT, bytes_per_token DOUBLE,
-        formula_bytes_per_token BIGINT, expected_kv_bytes BIGINT, cached_tokens INTEGER,
-        n_layers INTEGER, n_heads INTEGER, n_kv_heads INTEGER, head_dim INTEGER, match BOOLEAN""",
-    "kv_per_layer": """layer INTEGER, seq_len INTEGER, batch_size INTEGER, k_bytes BIGINT, v_bytes BIGINT,
-        cached_tokens INTEGER, k_shape VARCHAR""",
-}
+TABLES = ("kv_memory_v2", "kv_per_layer")
 
 
 def sweep(ctx: RunContext) -> list[tuple[int, int]]:

@@ -35,17 +35,7 @@ from ..kv_formula import kv_shape
 NAME = "kv_pressure_v3"
 ITERATION = "3"
 ORDER = 10
-TABLES = {
-    "kv_pressure_v3": """seq_len INTEGER, n_requests INTEGER, kv_bytes BIGINT, allocated_bytes BIGINT,
-        reserved_bytes BIGINT, allocated_delta_bytes BIGINT, memory_source VARCHAR""",
-    "kv_capacity_v3": """seq_len INTEGER, max_requests_measured INTEGER, theoretical_max_requests BIGINT,
-        bytes_per_request BIGINT, free_bytes BIGINT, ceiling_bytes BIGINT, capacity_tokens BIGINT,
-        stop_reason VARCHAR, ceiling_fraction DOUBLE, request_cap INTEGER, time_budget_s DOUBLE,
-        kv_bytes BIGINT, allocated_delta_bytes BIGINT, weight_bytes BIGINT, prefill_overhead_bytes BIGINT,
-        kv_budget_bytes BIGINT, max_concurrency DOUBLE, ceiling_max_requests BIGINT,
-        formula_bytes_per_request BIGINT, dtype_bytes INTEGER, memory_source VARCHAR, device_usable_after BOOLEAN,
-        elapsed_s DOUBLE, notes VARCHAR""",
-}
+TABLES = ("kv_pressure_v3", "kv_capacity_v3")
 
 CEILING_FRACTION = 0.9           # of the device memory free at the start; env KVREPORT_PRESSURE_FRACTION
 CPU_CEILING_BYTES = 1 << 30      # CPU: min(this, CPU_CEILING_RAM_SHARE x RAM)

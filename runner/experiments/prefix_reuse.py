@@ -31,16 +31,7 @@ from ..timing import time_fn, time_interleaved
 NAME = "prefix_reuse"
 ITERATION = "audit"
 ORDER = 20
-TABLES = {
-    "prefix_reuse": """turn INTEGER, mode VARCHAR, n_sessions INTEGER, prompt_tokens INTEGER,
-        cached_tokens INTEGER, computed_tokens INTEGER, time_ms DOUBLE, p25_ms DOUBLE, p75_ms DOUBLE,
-        n INTEGER, spread_wide BOOLEAN, copy_ms DOUBLE, max_abs_logit_diff DOUBLE, logits_match BOOLEAN,
-        system_tokens INTEGER, user_tokens INTEGER, assistant_tokens INTEGER""",
-    "prefix_reuse_evict": """phase VARCHAR, sessions_held INTEGER, disconnected_held INTEGER,
-        kv_bytes_held BIGINT, kv_bytes_expected BIGINT, allocated_bytes BIGINT, freed_bytes BIGINT,
-        allocator_freed_bytes BIGINT, free_bytes BIGINT, free_source VARCHAR, mean_session_bytes DOUBLE,
-        sessions_fit BIGINT, capacity_if_full DOUBLE""",
-}
+TABLES = ("prefix_reuse", "prefix_reuse_evict")
 MODES = ("recompute", "system_prefix", "session_prefix")
 
 

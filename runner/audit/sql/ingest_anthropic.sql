@@ -68,19 +68,22 @@ r AS (
              THEN format('system_tokens ({}) > total input ({})', n_system, n_total) END)
     END AS reason
   FROM v
+),
+k AS (  -- blank lines have no reason either, and their raw text is not JSON: never look into it
+  SELECT *, reason IS NULL AND NOT blank AS keep FROM r
 )
 SELECT $source AS source, line, blank, 'anthropic' AS format, reason,
-       CASE WHEN reason IS NULL THEN coalesce(s_session, s_user) END AS session_id,  -- none: named after the line later
-       CASE WHEN reason IS NULL THEN t_ts END AS start_time,
+       CASE WHEN keep THEN coalesce(s_session, s_user) END AS session_id,  -- none: named after the line later
+       CASE WHEN keep THEN t_ts END AS start_time,
        NULL AS end_time,
-       CASE WHEN reason IS NULL THEN t_disc END AS disconnected_at,
+       CASE WHEN keep THEN t_disc END AS disconnected_at,
        'anthropic' AS provider_name, request_model, response_model,
-       CASE WHEN reason IS NULL THEN n_total END AS input_tokens,
-       CASE WHEN reason IS NULL THEN n_read END AS cached_input_tokens,
-       CASE WHEN reason IS NULL THEN n_write END AS cache_creation_input_tokens,
-       CASE WHEN reason IS NULL THEN n_output END AS output_tokens,
-       CASE WHEN reason IS NULL THEN n_system END AS system_tokens,
-       CASE WHEN reason IS NULL AND s_system IS NOT NULL THEN 'explicit' END AS system_tokens_source,
-       CASE WHEN reason IS NULL AND coalesce(j_system_prompt, j_messages) IS NOT NULL
+       CASE WHEN keep THEN n_total END AS input_tokens,
+       CASE WHEN keep THEN n_read END AS cached_input_tokens,
+       CASE WHEN keep THEN n_write END AS cache_creation_input_tokens,
+       CASE WHEN keep THEN n_output END AS output_tokens,
+       CASE WHEN keep THEN n_system END AS system_tokens,
+       CASE WHEN keep AND s_system IS NOT NULL THEN 'explicit' END AS system_tokens_source,
+       CASE WHEN keep AND coalesce(j_system_prompt, j_messages) IS NOT NULL
             THEN json_object('system', j_system_prompt, 'messages', j_messages) END AS content
-FROM r;
+FROM k;

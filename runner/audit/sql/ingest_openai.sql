@@ -75,22 +75,25 @@ r AS (
         CASE WHEN coalesce(n_system, 0) > n_input THEN format('system_tokens ({}) > prompt_tokens ({})', n_system, n_input) END)
     END AS reason
   FROM v
+),
+k AS (  -- blank lines have no reason either, and their raw text is not JSON: never look into it
+  SELECT *, reason IS NULL AND NOT blank AS keep FROM r
 )
 SELECT $source AS source, line, blank, 'openai' AS format, reason,
-       CASE WHEN reason IS NULL THEN coalesce(s_session, s_user,
+       CASE WHEN keep THEN coalesce(s_session, s_user,
          json_extract_string(raw, '$.request.metadata.session_id'),
          json_extract_string(raw, '$.request.metadata.conversation_id')) END AS session_id,  -- none: named after the line later
-       CASE WHEN reason IS NULL THEN coalesce(t_ts, kv_ts(json_extract(raw, '$.response.created')),
+       CASE WHEN keep THEN coalesce(t_ts, kv_ts(json_extract(raw, '$.response.created')),
                                               kv_ts(json_extract(raw, '$.response.created_at'))) END AS start_time,
        NULL AS end_time,
-       CASE WHEN reason IS NULL THEN t_disc END AS disconnected_at,
+       CASE WHEN keep THEN t_disc END AS disconnected_at,
        'openai' AS provider_name, request_model, response_model,
-       CASE WHEN reason IS NULL THEN n_input END AS input_tokens,
-       CASE WHEN reason IS NULL THEN n_cached END AS cached_input_tokens,
-       CASE WHEN reason IS NULL THEN 0 END AS cache_creation_input_tokens,
-       CASE WHEN reason IS NULL THEN n_output END AS output_tokens,
-       CASE WHEN reason IS NULL THEN n_system END AS system_tokens,
-       CASE WHEN reason IS NULL AND s_system IS NOT NULL THEN 'explicit' END AS system_tokens_source,
-       CASE WHEN reason IS NULL AND coalesce(j_messages, j_instructions, j_input_items) IS NOT NULL
+       CASE WHEN keep THEN n_input END AS input_tokens,
+       CASE WHEN keep THEN n_cached END AS cached_input_tokens,
+       CASE WHEN keep THEN 0 END AS cache_creation_input_tokens,
+       CASE WHEN keep THEN n_output END AS output_tokens,
+       CASE WHEN keep THEN n_system END AS system_tokens,
+       CASE WHEN keep AND s_system IS NOT NULL THEN 'explicit' END AS system_tokens_source,
+       CASE WHEN keep AND coalesce(j_messages, j_instructions, j_input_items) IS NOT NULL
             THEN json_object('system', j_instructions, 'messages', coalesce(j_messages, j_input_items)) END AS content
-FROM r;
+FROM k;

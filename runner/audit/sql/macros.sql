@@ -4,49 +4,84 @@
 -- JSON null counts as absent: {"cached_tokens": null} is "no figure", not "not an integer".
 CREATE OR REPLACE TEMP MACRO kv_nn(v) AS CASE WHEN v::VARCHAR = 'null' THEN NULL ELSE v END;
 
--- Why a JSON token count cannot be used (NULL when it is absent or a non-negative integer).
--- allow_str: OTLP/JSON writes int64 attributes as strings of digits ("intValue": "123").
--- The first test is the fast path: the JSON text of a plain non-negative integer is just digits, so
--- nearly every value is settled by one regular expression, without parsing JSON again.
+-- VALUE CONVERSIONS. Every ingest (sql/ingest_*.sql, sessions_*.sql) converts log values ONLY through
+-- these macros, because they are total: no input makes them raise inside a query (a raise would cost
+-- the whole file, not one line). Each value has a pair:
+--   kv_sint(s)                 the count, a BIGINT in [0, kv_max_count()], or NULL when s is not one;
+--   kv_sint_error(s, 'field')  NULL when s is absent or a usable count, else the reject reason, naming
+--                              the field ("usage.prompt_tokens is out of range (got 1e+300; ...)").
+-- For every non-NULL s exactly one of the two is NULL, so a query that rejects on the error and uses the
+-- value only when there is no error never meets a half-converted record.
+--   s  = text: what json_transform returns for a "VARCHAR" leaf (a number's JSON text, a string unquoted,
+--        so "12" counts like 12), or a CSV cell;
+--   kv_int / kv_int_error(v, 'field', allow_str) take a JSON value instead (json_extract); allow_str
+--        accepts counts written as JSON strings (OTLP/JSON writes int64 attributes as "123").
+--   kv_sts / kv_sts_error (text) and kv_ts / kv_ts_error (JSON): the same for times (ISO-8601 with or
+--        without an offset, or Unix s/ms/us/ns); infinite and out-of-range times are rejects too.
+-- A count outside [0, kv_max_count()] is out of range: no real call or session holds ten billion tokens
+-- (a thousand times the largest context windows), and the bound keeps every sum of counts (per call,
+-- per session, per audit) far inside BIGINT, so nothing downstream can overflow either.
+CREATE OR REPLACE TEMP MACRO kv_max_count() AS CAST(10000000000 AS BIGINT);
+
+-- A JSON number's text (also what DuckDB prints for a DOUBLE: '1e+300', '100000.0').
+CREATE OR REPLACE TEMP MACRO kv_is_number(s) AS regexp_full_match(s, '-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?');
+
+-- The fast path: the text of a plain count up to 9,999,999,999 is at most ten digits (nearly every value).
+CREATE OR REPLACE TEMP MACRO kv_sdigits(s) AS regexp_full_match(s, '[0-9]{1,10}');
+
+CREATE OR REPLACE TEMP MACRO kv_sint(s) AS
+  CASE WHEN kv_sdigits(s) THEN CAST(s AS BIGINT)
+       WHEN kv_is_number(s) AND TRY_CAST(s AS DOUBLE) BETWEEN 0 AND kv_max_count()
+            AND TRY_CAST(s AS DOUBLE) = floor(TRY_CAST(s AS DOUBLE))
+         THEN CAST(TRY_CAST(s AS DOUBLE) AS BIGINT) END;
+
+CREATE OR REPLACE TEMP MACRO kv_sint_error(s, name) AS
+  CASE
+    WHEN s IS NULL OR kv_sdigits(s) THEN NULL
+    WHEN lower(trim(s)) IN ('nan', '-nan', 'inf', '-inf', '+inf', 'infinity', '-infinity', '+infinity')
+      THEN name || ' is not a finite number (got ' || s || ')'
+    WHEN NOT kv_is_number(s) THEN name || ' is not an integer (got ' || left(s, 40) || ')'
+    WHEN NOT isfinite(TRY_CAST(s AS DOUBLE)) THEN name || ' is out of range (got ' || left(s, 40) || ')'
+    WHEN TRY_CAST(s AS DOUBLE) < 0 THEN name || ' is negative (' || left(s, 40) || ')'
+    WHEN TRY_CAST(s AS DOUBLE) <> floor(TRY_CAST(s AS DOUBLE)) THEN name || ' is not an integer (got ' || left(s, 40) || ')'
+    WHEN TRY_CAST(s AS DOUBLE) > kv_max_count()
+      THEN name || ' is out of range (got ' || left(s, 40) || '; a token count is at most 10,000,000,000)'
+  END;
+
+-- JSON values: numbers by their text, strings (with allow_str) by their content, anything else rejected.
 CREATE OR REPLACE TEMP MACRO kv_int_error(v, name, allow_str) AS
   CASE
-    WHEN v IS NULL THEN NULL
-    WHEN regexp_full_match(v::VARCHAR, '[0-9]{1,18}') THEN NULL
-    WHEN json_type(v) IN ('UBIGINT', 'BIGINT') THEN
-      CASE WHEN starts_with(v::VARCHAR, '-') THEN name || ' is negative (' || v::VARCHAR || ')' END
-    WHEN json_type(v) = 'DOUBLE' THEN
-      CASE WHEN v::DOUBLE < 0 THEN name || ' is negative (' || v::VARCHAR || ')'
-           WHEN v::DOUBLE <> floor(v::DOUBLE) THEN name || ' is not an integer (got ' || v::VARCHAR || ')' END
-    WHEN allow_str AND json_type(v) = 'VARCHAR' AND regexp_full_match(json_extract_string(v, '$'), '[0-9]+') THEN NULL
-    WHEN allow_str AND json_type(v) = 'VARCHAR' AND regexp_full_match(json_extract_string(v, '$'), '-[0-9]+')
-      THEN name || ' is negative (' || json_extract_string(v, '$') || ')'
+    WHEN v IS NULL OR kv_sdigits(v::VARCHAR) THEN NULL
+    WHEN json_type(v) IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN kv_sint_error(v::VARCHAR, name)
+    WHEN allow_str AND json_type(v) = 'VARCHAR' THEN kv_sint_error(json_extract_string(v, '$'), name)
     ELSE name || ' is not an integer (got ' || left(v::VARCHAR, 40) || ')'
   END;
 
--- A plain non-negative JSON integer: its text is just digits.
-CREATE OR REPLACE TEMP MACRO kv_digits(v) AS regexp_full_match(v::VARCHAR, '[0-9]{1,18}');
-
--- The count itself (only meaningful when kv_int_error is NULL).
 CREATE OR REPLACE TEMP MACRO kv_int(v) AS
-  CASE WHEN regexp_full_match(v::VARCHAR, '[0-9]{1,18}') THEN CAST(v::VARCHAR AS BIGINT)
-       ELSE CAST(TRY_CAST(json_extract_string(v, '$') AS DOUBLE) AS BIGINT) END;
+  CASE WHEN kv_sdigits(v::VARCHAR) THEN CAST(v::VARCHAR AS BIGINT)
+       WHEN json_type(v) IN ('UBIGINT', 'BIGINT', 'DOUBLE', 'VARCHAR') THEN kv_sint(json_extract_string(v, '$')) END;
 
--- A Unix time in seconds, milliseconds, microseconds or nanoseconds (told apart by magnitude).
+-- A Unix time in seconds, milliseconds, microseconds or nanoseconds (told apart by magnitude); NULL for
+-- NaN, infinities, negatives and anything past the year 5138 (1e20 ns).
 CREATE OR REPLACE TEMP MACRO kv_ts_number(x) AS
-  CASE WHEN x IS NULL OR x < 0 THEN NULL
+  CASE WHEN x IS NULL OR NOT isfinite(x) OR x < 0 OR x >= 1e20 THEN NULL
        WHEN x < 1e11 THEN make_timestamp(CAST(x * 1e6 AS BIGINT))
        WHEN x < 1e14 THEN make_timestamp(CAST(x * 1e3 AS BIGINT))
        WHEN x < 1e17 THEN make_timestamp(CAST(x AS BIGINT))
        ELSE make_timestamp(CAST(x / 1e3 AS BIGINT)) END;
 
--- A time from JSON: ISO-8601 text (offsets converted to UTC), or a Unix time (number or digit string).
+-- ISO-8601 text (offsets converted to UTC); NULL for text that is not a finite time ('infinity').
+CREATE OR REPLACE TEMP MACRO kv_ts_text(s) AS
+  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) THEN CAST(TRY_CAST(s AS TIMESTAMPTZ) AS TIMESTAMP) END;
+
+-- A time from JSON: ISO-8601 text, or a Unix time (number or digit string).
 CREATE OR REPLACE TEMP MACRO kv_ts(v) AS
   CASE
     WHEN v IS NULL THEN NULL
     WHEN starts_with(v::VARCHAR, '"') THEN
-      coalesce(CAST(TRY_CAST(json_extract_string(v, '$') AS TIMESTAMPTZ) AS TIMESTAMP),
+      coalesce(kv_ts_text(json_extract_string(v, '$')),
                kv_ts_number(TRY_CAST(json_extract_string(v, '$') AS DOUBLE)))
-    ELSE kv_ts_number(TRY_CAST(v::VARCHAR AS DOUBLE))
+    WHEN kv_is_number(v::VARCHAR) THEN kv_ts_number(TRY_CAST(v::VARCHAR AS DOUBLE))
   END;
 
 CREATE OR REPLACE TEMP MACRO kv_ts_error(v, name) AS
@@ -66,27 +101,12 @@ CREATE OR REPLACE TEMP MACRO kv_text(c) AS
 CREATE TEMP TABLE IF NOT EXISTS _lines (raw VARCHAR);
 CREATE OR REPLACE TEMP MACRO kv_lines() AS TABLE SELECT rowid + 1 AS line, raw FROM _lines;
 
--- The same checks for values json_transform returned as VARCHAR (the fast path of the OpenAI and
--- Anthropic readers: text leaves cost less than JSON ones). A number's text is its JSON text; a string
--- arrives unquoted, so a count written as "12" is accepted like 12.
-CREATE OR REPLACE TEMP MACRO kv_sdigits(s) AS regexp_full_match(s, '[0-9]{1,18}');
-
-CREATE OR REPLACE TEMP MACRO kv_sint_error(s, name) AS
-  CASE
-    WHEN s IS NULL OR kv_sdigits(s) THEN NULL
-    WHEN TRY_CAST(s AS DOUBLE) IS NULL OR s IN ('true', 'false') THEN name || ' is not an integer (got ' || left(s, 40) || ')'
-    WHEN TRY_CAST(s AS DOUBLE) < 0 THEN name || ' is negative (' || s || ')'
-    WHEN TRY_CAST(s AS DOUBLE) <> floor(TRY_CAST(s AS DOUBLE)) THEN name || ' is not an integer (got ' || s || ')'
-  END;
-
-CREATE OR REPLACE TEMP MACRO kv_sint(s) AS
-  CASE WHEN kv_sdigits(s) THEN CAST(s AS BIGINT) ELSE CAST(TRY_CAST(s AS DOUBLE) AS BIGINT) END;
-
+-- Times as text (json_transform "VARCHAR" leaves): digits are a Unix time, anything else ISO-8601.
 CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
   CASE
     WHEN s IS NULL THEN NULL
-    WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN kv_ts_number(CAST(s AS DOUBLE))
-    ELSE CAST(TRY_CAST(s AS TIMESTAMPTZ) AS TIMESTAMP)
+    WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN kv_ts_number(TRY_CAST(s AS DOUBLE))
+    ELSE kv_ts_text(s)
   END;
 
 CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS

@@ -6,8 +6,9 @@ CREATE OR REPLACE TEMP TABLE _sess_raw (
   disconnected_at JSON, model JSON
 );
 -- A CSV or Parquet cell as JSON: numbers stay numbers (so 12.5 is "not an integer", not a string), the
--- rest become strings, empty cells become NULL (missing).
+-- rest become strings, empty cells become NULL (missing). json_valid guards the cast: "007" looks like a
+-- number but is not JSON, and a cast that raises would cost the whole file.
 CREATE OR REPLACE TEMP MACRO kv_cell(x) AS
   CASE WHEN x IS NULL OR trim(x) = '' THEN NULL
-       WHEN regexp_full_match(trim(x), '-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?') THEN CAST(trim(x) AS JSON)
+       WHEN kv_is_number(trim(x)) AND json_valid(trim(x)) THEN CAST(trim(x) AS JSON)
        ELSE to_json(x) END;
