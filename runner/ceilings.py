@@ -154,7 +154,7 @@ def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int 
         moved = 2 * n * 4
     else:
         acc = torch.empty((), dtype=torch.float32, device=device)
-        fn = lambda: torch.sum(src, out=acc)  # noqa: E731
+        fn = lambda: torch.sum(src, 0, out=acc)  # noqa: E731
         moved = n * 4
     flusher = flusher or Flusher(device)
     flush = flusher.needed(moved)

@@ -1,0 +1,243 @@
+"""The KV compaction workload, shared by the compaction and interference experiments and the benchmark:
+gather the live requests' KV caches out of a pool into contiguous memory.
+
+The pool holds every layer's K and V for `slots` requests in the model's real cache geometry
+([2 x layers, slots, kv_heads x seq_len x head_dim]); half the slots are evicted (random, fixed seed) and
+compaction gathers the live half into a fresh [2 x layers, live, ...] buffer. Methods:
+- naive:         one index_select per layer per tensor (2 x layers launches), in the model dtype.
+- batched:       one index_select over all layers at once: the pool seen as rows of 8-byte words and one
+                 flat row index, so a single ATen kernel moves every byte.
+- batched16:     the same with 16-byte elements (complex128 as an opaque word): the wide-load variant of
+                 ATen's kernel, for the benchmark.
+- triton:        runner/triton_gather.py, one launch, whole rows with 16-byte vector accesses.
+- triton_layers: the same kernel launched once per layer and tensor: the control with triton's element
+                 width and naive's launch count, so launch count and element width never change at once.
+Every method moves the same bytes: live bytes read + the same written.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+# Live KV bytes per workload. GPU: up to 4 GiB live (8 GiB moved), far beyond any L2; CPU: 64 MiB live =
+# 128 MiB moved = 4x a 32 MiB LLC, the smallest size that is a DRAM measurement there.
+GPU_TARGETS = [64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB]
+CPU_TARGETS = [64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
+CPU_TARGETS_QUICK = [64 * KIB, MIB, 64 * MIB]
+FLUSH_FACTOR = 4  # a footprint under FLUSH_FACTOR x LLC is flushed before each timed call; DRAM claims need >= it
+SEED = 1234
+METHODS = ("naive", "batched", "triton", "triton_layers")
+TRITON_METHODS = ("triton", "triton_layers")
+
+
+class Workload:
+    """pool [2L, slots, row] in the model dtype; idx: the live slots (sorted, on the device);
+    dst [2L, live, row]. Views are made once here so the timed calls do only the launches."""
+
+    def __init__(self, pool: torch.Tensor, idx: torch.Tensor):
+        n_tensors, slots, row = pool.shape
+        self.pool, self.idx = pool, idx
+        self.dst = torch.empty(n_tensors, len(idx), row, dtype=pool.dtype, device=pool.device)
+        self._pairs = [(pool[j], self.dst[j]) for j in range(n_tensors)]
+        # Row j * slots + i of the pool seen as [2L * slots, row] is slot i of tensor j.
+        self.flat_idx = (torch.arange(n_tensors, device=pool.device)[:, None] * slots + idx[None, :]).reshape(-1)
+        self._src_rows, self._dst_rows = _wide_rows(pool), _wide_rows(self.dst)
+        self._src_flat = pool.view(n_tensors * slots, row)
+        self._dst_flat = self.dst.view(n_tensors * len(idx), row)
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.dst.numel() * self.dst.element_size()
+
+    @property
+    def bytes_moved(self) -> int:
+        return 2 * self.kv_bytes  # read once + written once
+
+    def naive(self) -> None:
+        for src, dst in self._pairs:
+            torch.index_select(src, 0, self.idx, out=dst)
+
+    def batched(self) -> None:
+        torch.index_select(self._src_rows, 0, self.flat_idx, out=self._dst_rows)
+
+    def batched16(self) -> Callable[[], None] | None:
+        """The batched gather over 16-byte elements, or None where a row is not a whole number of them."""
+        if self._src_rows.element_size() != 8 or self._src_rows.shape[1] % 2:
+            return None
+        src, dst = self._src_rows.view(torch.complex128), self._dst_rows.view(torch.complex128)
+        try:
+            torch.index_select(src, 0, self.flat_idx, out=dst)
+        except RuntimeError:  # a build without complex index_select on this device
+            return None
+        return lambda: torch.index_select(src, 0, self.flat_idx, out=dst)
+
+    def triton(self) -> None:
+        from .triton_gather import gather_rows
+
+        gather_rows(self._src_flat, self.flat_idx, self._dst_flat)
+
+    def triton_layers(self) -> None:
+        from .triton_gather import gather_rows
+
+        for src, dst in self._pairs:
+            gather_rows(src, self.idx, dst)
+
+    def launches(self, method: str) -> int:
+        return self.pool.shape[0] if method in ("naive", "triton_layers") else 1
+
+    def expected(self) -> torch.Tensor:
+        # Reference by advanced indexing: a different code path from every method.
+        return self.pool[:, self.idx]
+
+    def methods(self, names=METHODS) -> tuple[dict[str, Callable[[], None]], dict[str, str]]:
+        """({method: callable} that can run here, {method: why not} for the others)."""
+        ok, skipped = {}, {}
+        reason = triton_unavailable(self.pool.device)
+        for name in names:
+            if name in TRITON_METHODS and reason:
+                skipped[name] = reason
+            elif name == "batched16":
+                fn = self.batched16()
+                if fn is None:
+                    skipped[name] = "rows are not whole 16-byte words, or no complex index_select here"
+                else:
+                    ok[name] = fn
+            else:
+                ok[name] = getattr(self, name)
+        return ok, skipped
+
+
+def triton_unavailable(device) -> str | None:
+    """Why the Triton methods cannot run on `device`, or None when they can."""
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if device.type != "cuda" and not interpreted:
+        return ("Triton compiles for GPUs only; on the CPU its interpreter is a correctness check "
+                "(tested in CI), not a kernel worth timing")
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return "triton is not installed"
+    return None
+
+
+def _wide_rows(t: torch.Tensor) -> torch.Tensor:
+    """t [a, b, row] as [a * b, words] of the widest integer type dividing a row: same bytes, fewer and
+    wider elements per thread."""
+    rows = t.view(t.shape[0] * t.shape[1], t.shape[2])
+    row_bytes = t.shape[2] * t.element_size()
+    for wide in (torch.int64, torch.int32, torch.int16):
+        if row_bytes % wide.itemsize == 0 and wide.itemsize >= t.element_size():
+            return rows.view(wide)
+    return rows
+
+
+def make_workload(n_tensors: int, n_live: int, row: int, dtype, device, seed: int = SEED) -> Workload:
+    """A pool of 2 x n_live slots, half of them evicted at random (fixed seed), holding random data."""
+    slots = 2 * n_live
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    pool = torch.empty(n_tensors, slots, row, dtype=dtype, device=device).normal_(generator=g)
+    idx = torch.randperm(slots, generator=torch.Generator().manual_seed(seed))[:n_live].sort().values
+    return Workload(pool, idx.to(device))
+
+
+def is_correct(w: Workload, method) -> bool:
+    """Poison the destination, run `method` once, compare exactly with the reference gather."""
+    w.dst.fill_(float("nan"))
+    method()
+    return bool(torch.equal(w.dst, w.expected()))
+
+
+def shape_for(target_bytes: int, bytes_per_token: int, max_seq: int) -> tuple[int, int]:
+    """(live requests, seq_len) whose live KV is close to target_bytes: 512-token requests (or the model's
+    limit), fewer tokens in one request below that."""
+    seq_cap = min(512, max_seq)
+    tokens = max(1, round(target_bytes / bytes_per_token))
+    if tokens < seq_cap:
+        return 1, tokens
+    return max(1, round(tokens / seq_cap)), seq_cap
+
+
+def footprint_bytes(n_live: int, n_tensors: int, row: int, dtype_bytes: int) -> int:
+    """Device bytes of a workload: pool (2x live) + destination + the reference gather of the check."""
+    return 4 * n_live * n_tensors * row * dtype_bytes
+
+
+def last_level_cache_bytes(device) -> int:
+    """L2 of a GPU (from its properties), or the largest cache level of CPU 0 (from sysfs)."""
+    if device.type == "cuda":
+        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * MIB)
+    best = 0
+    try:
+        for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+            text = f.read_text().strip().upper()
+            mult = {"K": KIB, "M": MIB}.get(text[-1], 1)
+            best = max(best, int(text.rstrip("KM")) * mult)
+    except (OSError, ValueError):
+        pass
+    return best or 32 * MIB
+
+
+class Flusher:
+    """Overwrites a buffer FLUSH_FACTOR x the last-level cache before a timed call (untimed), so a small
+    workload is read from DRAM, not from the cache a previous repeat left warm."""
+
+    def __init__(self, device):
+        self.llc = last_level_cache_bytes(device)
+        self.buf = torch.empty(FLUSH_FACTOR * self.llc // 4, dtype=torch.float32, device=device)
+
+    def needed(self, footprint: int) -> bool:
+        return footprint < FLUSH_FACTOR * self.llc
+
+    def __call__(self, *_args) -> None:
+        self.buf.zero_()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One compaction size in a model's cache geometry."""
+    target: int
+    n_live: int
+    seq_len: int
+    n_tensors: int
+    row: int           # elements per slot row
+    dtype_bytes: int
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.n_live * self.n_tensors * self.row * self.dtype_bytes
+
+    @property
+    def bytes_moved(self) -> int:
+        return 2 * self.kv_bytes
+
+    @property
+    def footprint(self) -> int:
+        return footprint_bytes(self.n_live, self.n_tensors, self.row, self.dtype_bytes)
+
+
+def plan_for(target: int, shape, dtype_bytes: int, max_seq: int) -> Plan:
+    n_live, seq_len = shape_for(target, shape.bytes_per_token(dtype_bytes), max_seq)
+    return Plan(target, n_live, seq_len, 2 * shape.n_layers, shape.n_kv_heads * seq_len * shape.head_dim,
+                dtype_bytes)
+
+
+def targets(is_cuda: bool, quick: bool) -> list[int]:
+    return GPU_TARGETS if is_cuda else (CPU_TARGETS_QUICK if quick else CPU_TARGETS)
+
+
+def planned_workloads(ctx) -> list[Plan]:
+    """The compaction sizes of this run that fit in free memory (with 30% to spare on a GPU)."""
+    from .kv_formula import kv_shape
+
+    shape = kv_shape(ctx.config)
+    plans = [plan_for(t, shape, ctx.dtype_bytes, ctx.max_positions) for t in targets(ctx.is_cuda, ctx.quick)]
+    if ctx.is_cuda:
+        free = torch.cuda.mem_get_info(ctx.device)[0]
+        plans = [p for p in plans if p.footprint < 0.7 * free]
+    return plans
