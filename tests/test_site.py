@@ -260,14 +260,7 @@ def test_data_page_links_db_and_every_table_as_csv_and_parquet(built_site, fixtu
     for t in tables:
         assert doc.find("a", href=f"data/{t}.csv") and doc.find("a", href=f"data/{t}.parquet"), t
         assert len(read_csv(built_site / "data" / f"{t}.csv")) - 1 >= counts[t] * (counts[t] > 0), t
-    # The published DB is the one the pages were built from: the fixture at the current schema.
-    from kvreport.runner.store import SCHEMA_VERSION, Store
-
-    with Store(built_site / "data" / "kvreport.duckdb", read_only=True) as published:
-        assert published.schema_version() == SCHEMA_VERSION
-        assert published.query("SELECT run_id, started_at, model FROM runs ORDER BY run_id") == \
-            [dict(zip(("run_id", "started_at", "model"), r)) for r in duckdb.connect(str(fixture_db), read_only=True)
-             .execute("SELECT run_id, started_at, model FROM runs ORDER BY run_id").fetchall()]
+    assert (built_site / "data" / "kvreport.duckdb").read_bytes() == fixture_db.read_bytes()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -420,20 +413,22 @@ def test_empty_db_gives_a_helpful_message(tmp_path):
         build_site(db, tmp_path / "out")
 
 
-def test_db_from_before_an_experiment_existed_still_builds(tmp_path):
+def test_db_at_an_older_schema_builds_from_a_migrated_copy_and_stays_untouched(fixture_db, tmp_path):
+    """The fixture DB was written at schema 1: the build reads a migrated copy (today's tables and
+    columns), publishes the file as it was given, and never writes to it."""
     import duckdb
 
     db = tmp_path / "old.duckdb"
-    write_payload_db(db)
-    con = duckdb.connect(str(db))
-    dropped = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
-               if t not in ("runs", "experiments", "kvreport_meta", "kv_memory_v2", "kv_per_layer")]
-    for t in dropped:
-        con.execute(f'DROP TABLE "{t}"')
+    shutil.copyfile(fixture_db, db)
+    con = duckdb.connect(str(db), read_only=True)
+    version = con.execute("SELECT value FROM kvreport_meta WHERE key = 'schema_version'").fetchone()[0]
     con.close()
+    assert version == "1"
+    before = db.read_bytes()
     build_site(db, tmp_path / "out")
-    assert (tmp_path / "out" / "index.html").exists()
-    assert not (tmp_path / "out" / "data" / "kv_memory.csv").exists()  # stand-ins are not exported
+    assert db.read_bytes() == before and not list(tmp_path.glob("old.duckdb.*"))  # no backup, no WAL
+    header = read_csv(tmp_path / "out" / "data" / "runs.csv")[0]
+    assert "kvreport_commit" in header  # a column added by schema 2, present in the migrated copy
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -448,7 +443,8 @@ def test_payloads_are_escaped_everywhere(payload_site):
             assert not any(k.startswith("on") for k in attrs), f"{page.name}: <{tag} {attrs}>"
             assert tag not in ("img", "svg", "iframe", "object") or attrs.get("src", "").startswith("assets/"), \
                 f"{page.name}: injected <{tag}>"
-        assert [a.get("src") for a, _ in doc.scripts if a.get("src")] == ["assets/plotly.min.js", "assets/site.js"]
+        assert [a.get("src") for a, _ in doc.scripts if a.get("src")] in (["assets/plotly.min.js", "assets/site.js"],
+                                                                           ["assets/site.js"])
         for attrs, body in doc.scripts:
             if attrs.get("type") == "application/json":
                 assert "<" not in body and ">" not in body, page.name
@@ -507,3 +503,26 @@ def test_changes_pair_runs_of_one_configuration_only():
     found, n = compare_page.changes(metrics, runs)
     assert n == 1
     assert [(c["base_run"], c["run_id"], c["verdict"]) for c in found] == [(1, 3, "regression")]
+
+
+# ---------------------------------------------------------------------------------------------------
+# `kvreport build` stays light: no torch (about 1.5 s of imports) on the way to a static site
+
+def _imported_modules(args: list[str]) -> set[str]:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-X", "importtime", "-m", "kvreport.runner", *args],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in res.stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2}
+
+
+def test_build_never_imports_torch(small_db, tmp_path):
+    help_mods = _imported_modules(["build", "--help"])
+    built_mods = _imported_modules(["build", "--db", str(small_db), "--out", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "index.html").is_file()
+    assert "kvreport.analysis.site.build" in built_mods  # the parse found the builder's own imports
+    for mods in (help_mods, built_mods):
+        assert not {m for m in mods if m == "torch" or m.startswith("torch.")}

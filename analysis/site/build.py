@@ -1,0 +1,61 @@
+"""`build_site`: the DB through the pages into a folder, every step delegated to its module."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..queries import Queries
+from .discover import page_modules
+from .export import ShownCsvs, copy_assets, export_tables
+from .links import check_links
+from .render import environment, render_page
+from .source import current_db
+from .spec import BuildError, SiteInfo
+from .swap import staging, swap_in
+
+
+def build_site(db: Path, out: Path) -> list[str]:
+    """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
+    keeps its previous contents."""
+    import duckdb
+
+    from kvreport.runner.store import Store
+
+    db, out = Path(db), Path(out)
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"--out {out}: is a file; name a folder for the site")
+    with current_db(db) as path:
+        with Store(path, read_only=True) as store:
+            run_ids = [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY run_id")]
+            tables = [t for t in store.tables() if t != "kvreport_meta"]
+        if not run_ids:
+            raise BuildError(f"{db}: the DB holds no runs yet; run `kvreport run --db {db}` first")
+        with staging(out) as tmp:
+            site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
+                            shown=ShownCsvs())
+            copy_assets(tmp)
+            con = duckdb.connect(str(path), read_only=True)
+            try:
+                written = _render_all(con, tmp, site)
+            finally:
+                con.close()
+            check_links(tmp, written)
+            swap_in(tmp, out)
+    return written
+
+
+def _render_all(con, tmp: Path, site: SiteInfo) -> list[str]:
+    mods = page_modules()
+    site.pages = [m.PAGE for m in mods]
+    shown = site.shown
+    env = environment()
+    env.globals["shown_csv"] = shown.add
+    env.globals["auto_csv_name"] = shown.auto_name
+    q = Queries(con)
+    site.runs = q("runs")
+    written = []
+    for mod in mods:
+        shown.page = mod.PAGE.slug
+        (tmp / f"{mod.PAGE.slug}.html").write_text(render_page(env, mod, q, site), encoding="utf-8")
+        written.append(f"{mod.PAGE.slug}.html")
+    shown.write(tmp, site.csv_files)
+    return written

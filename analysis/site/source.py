@@ -1,0 +1,16 @@
+"""The DB a build reads: validated and at the current schema (the store migrates a temporary copy of an
+older file; the original is never written)."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def current_db(db: Path) -> Iterator[Path]:
+    """The path of `db` at the current schema (a migrated temporary copy for an older file)."""
+    from kvreport.runner.store import current_schema_copy
+
+    with current_schema_copy(db) as path:
+        yield Path(path)
