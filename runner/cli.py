@@ -4,19 +4,43 @@ from __future__ import annotations
 import os
 import sys
 
+from typing import Annotated
+
 import typer
 
 from .errors import UserError
 
+# rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="Measure what the KV cache really costs, and publish it as a static site.")
 
 
-def _register() -> None:
-    from .commands import audit, build, export, findings, models, run
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
 
-    for mod in (run, build, export, models, audit, findings):
+        typer.echo(f"kvreport {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Measure what the KV cache really costs, and publish it as a static site."""
+
+
+def _register() -> None:
+    from .commands import audit, build, export, findings, merge, migrate, models, run
+
+    for mod in (run, build, export, models, audit, findings, migrate, merge):
         mod.register(app)
+
+
+def _click_exception_class() -> type:
+    """The ClickException class typer raises: typer >= 0.20 vendors Click (typer._click), older typer
+    uses Click itself. Found through a public class, so neither private path is hard-coded."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     _register()
     try:
         # Not standalone, so our handlers below see errors; typer then *returns* exit codes (Ctrl-C: 130).
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False, prog_name="kvreport")
         if isinstance(code, int) and code != 0:
             if code == 130:
                 typer.secho("interrupted", fg="yellow", err=True)
@@ -39,12 +63,10 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - click usage errors and anything unforeseen
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        if isinstance(exc, _click_exception_class()):
+            exc.show()  # usage errors: Click's usage line and message, exit 2
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        if type(exc).__name__ == "Abort":
             sys.exit(1)
         if os.environ.get("KVREPORT_DEBUG"):
             raise

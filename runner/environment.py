@@ -39,6 +39,27 @@ def _nvml_driver() -> str | None:
         return None
 
 
+def kvreport_commit() -> str | None:
+    """The git commit of the kvreport checkout running now (`<sha>+dirty` with local changes); None for an
+    installed wheel or without git. It is what "the exact code that measured this" means on a machine card."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    try:
+        top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=5)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != here.parent:
+            return None  # not our own checkout (e.g. installed inside some other repository's venv)
+        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (sha + ("+dirty" if dirty else "")) or None
+
+
 def collect(device) -> dict:
     import torch
     import transformers
@@ -57,6 +78,7 @@ def collect(device) -> dict:
         "host_memory_bytes": _host_memory_bytes(),
         "host": socket.gethostname(),
         "command_line": " ".join(["kvreport", *sys.argv[1:]]),
+        "kvreport_commit": kvreport_commit(),
         "gpu_name": None, "gpu_memory_bytes": None, "gpu_count": 0,
         "driver_version": None, "cuda_version": None,
     }

@@ -88,8 +88,10 @@ def apply_steps(con, from_version: int) -> int:
 
 
 def table_columns(con) -> dict[str, list[str]]:
+    """table -> its columns, for the DB file's own tables (not TEMP ones, not attached files)."""
     rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                       "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall()
+                       "WHERE table_schema = 'main' AND table_catalog = current_database() "
+                       "ORDER BY table_name, ordinal_position").fetchall()
     out: dict[str, list[str]] = {}
     for t, c in rows:
         out.setdefault(t, []).append(c)
@@ -134,7 +136,8 @@ class Store:
     # --- schema -------------------------------------------------------------------------------
     def _existing_tables(self) -> set[str]:
         rows = self.con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_catalog = current_database()").fetchall()
         return {r[0] for r in rows}
 
     def _check_and_migrate(self) -> None:

@@ -24,7 +24,16 @@ def findings(
     run_id: Annotated[int | None, typer.Option("--run", help="Only this run.")] = None,
 ):
     """Print the headline findings (one sentence and one number each) per run."""
-    rows = [r for r in headline_rows(db) if run_id is None or r["run_id"] == run_id]
+    all_rows = headline_rows(db)
+    rows = [r for r in all_rows if run_id is None or r["run_id"] == run_id]
+    if run_id is not None and not rows:
+        from ..errors import UserError
+        from ..store import Store, current_schema_copy
+
+        with current_schema_copy(db) as current, Store(current, read_only=True) as store:
+            exists = store.query("SELECT 1 AS x FROM runs WHERE run_id = ?", [run_id])
+        if not exists:
+            raise UserError(f"{db}: has no run {run_id} (see `kvreport findings --db {db}` for the runs it holds)")
     if not rows:
         typer.echo("no findings yet")
         return

@@ -32,6 +32,10 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
     from ..store import Store
 
     _sigterm_as_interrupt()
+    known = [e.name for e in registry()]
+    unknown = [n for n in (only or []) if n not in known]
+    if unknown:
+        raise UserError(f"--only {','.join(unknown)}: no such experiment; expected some of {', '.join(known)}")
     dev = resolve_device(device)
     load_config(model)  # fail on a bad name before touching the DB
     dt = resolve_dtype(dtype, dev, model)

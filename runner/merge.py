@@ -1,0 +1,130 @@
+"""`kvreport merge`: runs measured on different machines become one DB, so one site shows them side by side.
+
+Each input is read at the current schema (an older file through a migrated temporary copy; the input is
+never changed). Runs are identified across files by `runs.run_uid` (schema step 002): a run the output
+already holds is not copied again. Every other run gets the next free run_id of the output, and every row
+that carries its run_id follows it. Audits follow their run; a standalone audit (run_id NULL) is the same
+audit when its id, creation time and sources agree, and otherwise gets a fresh id if its id is taken.
+Everything one input brings is written in one transaction.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+from .store import Store, current_schema_copy, table_columns
+
+_DEMO_AUDIT = re.compile(r"^run-(\d+)-(.+)$")  # audits inside a run are named after its run_id
+
+
+@dataclass
+class MergeReport:
+    source: Path
+    runs_added: int
+    runs_present: int
+    audits_added: int
+    audits_present: int
+
+
+def merge(inputs: list[Path], into: Path) -> list[MergeReport]:
+    if not inputs:
+        raise UserError("give at least one DB file to merge")
+    into = Path(into)
+    for p in inputs:
+        if Path(p).resolve() == into.resolve():
+            raise UserError(f"{p}: is also the --into file; merge into a new or another file")
+    reports = []
+    # Check every input first (exists, a kvreport DB, not newer): a bad one fails before OUT is touched.
+    for p in inputs:
+        with current_schema_copy(p):
+            pass
+    with Store(into) as out:
+        for p in inputs:
+            with current_schema_copy(p) as current:
+                reports.append(_merge_one(out, Path(p), Path(current)))
+    return reports
+
+
+def _merge_one(out: Store, source: Path, current: Path) -> MergeReport:
+    con = out.con
+    con.execute("ATTACH ? AS src (READ_ONLY)", [str(current)])
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            report = _copy(con, source)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.execute("DETACH src")
+    return report
+
+
+def _copy(con, source: Path) -> MergeReport:
+    columns = table_columns(con)
+    src_runs = con.execute("SELECT run_id, run_uid FROM src.main.runs ORDER BY run_id").fetchall()
+    present = {uid for (uid,) in con.execute("SELECT run_uid FROM main.runs").fetchall()}
+    next_id = con.execute("SELECT coalesce(max(run_id), 0) FROM main.runs").fetchone()[0]
+    run_map = {}
+    for old, uid in src_runs:
+        if uid in present:
+            continue
+        next_id += 1
+        run_map[old] = next_id
+    con.execute("CREATE OR REPLACE TEMP TABLE _run_map (old INTEGER, new INTEGER)")
+    for pair in run_map.items():
+        con.execute("INSERT INTO _run_map VALUES (?, ?)", list(pair))
+
+    audit_map, audits_present = _audit_map(con, run_map)
+    con.execute("CREATE OR REPLACE TEMP TABLE _audit_map (old VARCHAR, new VARCHAR)")
+    for pair in audit_map.items():
+        con.execute("INSERT INTO _audit_map VALUES (?, ?)", list(pair))
+
+    for table, cols in sorted(columns.items()):
+        if table == "kvreport_meta":
+            continue
+        # Table and column names come from the schema files; values never enter the SQL text.
+        if "audit_id" in cols:
+            run_expr = "(SELECT r.new FROM _run_map r WHERE r.old = t.run_id)" if "run_id" in cols else None
+            repl = "a.new AS audit_id" + (f", {run_expr} AS run_id" if run_expr else "")
+            con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE ({repl}) "
+                        f"FROM src.main.{table} t JOIN _audit_map a ON t.audit_id = a.old")
+        elif "run_id" in cols:
+            con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE (m.new AS run_id) "
+                        f"FROM src.main.{table} t JOIN _run_map m ON t.run_id = m.old")
+        else:
+            raise UserError(f"{source}: table {table} has neither run_id nor audit_id; kvreport merge does "
+                            "not know which rows belong to which run")
+    return MergeReport(source, len(run_map), len(src_runs) - len(run_map), len(audit_map), audits_present)
+
+
+def _audit_map(con, run_map: dict[int, int]) -> tuple[dict[str, str], int]:
+    """old audit_id -> the id it gets in the output, for every audit this input brings."""
+    taken = {a for (a,) in con.execute("SELECT audit_id FROM main.audits").fetchall()}
+    same = {(a, c, s) for a, c, s in con.execute("SELECT audit_id, created_at, sources FROM main.audits").fetchall()}
+    mapping, present = {}, 0
+    rows = con.execute("SELECT audit_id, run_id, created_at, sources FROM src.main.audits "
+                       "ORDER BY created_at NULLS FIRST, audit_id").fetchall()
+    for audit_id, run_id, created_at, sources in rows:
+        if run_id is not None:
+            if run_id not in run_map:
+                present += 1  # its run is already in the output, and the audit with it
+                continue
+            m = _DEMO_AUDIT.match(audit_id)
+            new = f"run-{run_map[run_id]}-{m.group(2)}" if m and int(m.group(1)) == run_id else audit_id
+        else:
+            if (audit_id, created_at, sources) in same:
+                present += 1
+                continue
+            new = audit_id
+        if new in taken:
+            n = 1
+            while f"audit-{n}" in taken:
+                n += 1
+            new = f"audit-{n}"
+        taken.add(new)
+        mapping[audit_id] = new
+    return mapping, present

@@ -1,0 +1,197 @@
+"""The store owns the schema: versioned steps, real migrations of published files, and `kvreport merge`."""
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kvreport.runner.merge import merge
+from kvreport.runner.store import SCHEMA_VERSION, Store, StoreError, current_schema_copy, schema_steps, table_columns
+
+PUBLISHED_V1 = Path(__file__).parent / "fixtures" / "published_v1.duckdb"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _version(path: Path) -> int:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute("SELECT value FROM kvreport_meta WHERE key = 'schema_version'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _meta(host="box-a", model="tiny-gpt2"):
+    return {"device_kind": "cpu", "device_name": "test cpu", "model": model, "dtype": "float32", "host": host}
+
+
+def _add_run(path: Path, host="box-a", rows=2) -> int:
+    with Store(path) as s:
+        run_id = s.begin_run(_meta(host))
+        s.record_experiment(run_id, "kv_memory_v2", "ok", None, {"kv_memory_v2": [
+            {"seq_len": 8 * (i + 1), "batch_size": 1, "kv_bytes": 100 * (i + 1)} for i in range(rows)]})
+        s.finish_run(run_id, "complete")
+    return run_id
+
+
+def test_schema_steps_are_numbered_files_starting_at_the_published_version():
+    steps = schema_steps()
+    assert steps[0].version == 1 and steps[0].name == "001_initial.sql"
+    assert [s.version for s in steps] == sorted({s.version for s in steps})
+    assert SCHEMA_VERSION == steps[-1].version >= 2
+
+
+def test_a_fresh_file_equals_a_migrated_published_file(tmp_path):
+    fresh = tmp_path / "fresh.duckdb"
+    Store(fresh).close()
+    old = tmp_path / "old.duckdb"
+    shutil.copyfile(PUBLISHED_V1, old)
+    Store(old).close()
+    cf, co = duckdb.connect(str(fresh)), duckdb.connect(str(old))
+    try:
+        assert table_columns(cf) == table_columns(co)
+    finally:
+        cf.close()
+        co.close()
+
+
+def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row(tmp_path):
+    db = tmp_path / "kvreport.duckdb"
+    shutil.copyfile(PUBLISHED_V1, db)
+    before = duckdb.connect(str(db), read_only=True)
+    counts = {t: before.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+              for (t,) in before.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    before.close()
+    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "migrate", str(db)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "migrated to schema" in r.stdout
+    backup = db.with_name("kvreport.duckdb.schema1.bak")
+    assert backup.is_file() and _digest(backup) == _digest(PUBLISHED_V1)
+    assert _version(db) == SCHEMA_VERSION
+    with Store(db, read_only=True) as s:
+        for table, n in counts.items():
+            assert s.query(f"SELECT count(*) AS n FROM {table}")[0]["n"] == n, table
+        uids = s.query("SELECT run_uid FROM runs")
+        assert uids and all(u["run_uid"] for u in uids)
+    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "migrate", str(db)], capture_output=True, text=True)
+    assert r.returncode == 0 and "nothing to do" in r.stdout
+
+
+def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path, monkeypatch):
+    from kvreport.runner import store as store_mod
+
+    db = tmp_path / "old.duckdb"
+    shutil.copyfile(PUBLISHED_V1, db)
+    real = store_mod.schema_steps()
+    broken = [*real[:-1], store_mod.SchemaStep(real[-1].version, real[-1].name,
+                                               real[-1].sql + "\nALTER TABLE no_such_table ADD COLUMN x INT;")]
+    monkeypatch.setattr(store_mod, "schema_steps", lambda: broken)
+    with pytest.raises(StoreError, match=real[-1].name):
+        Store(db)
+    monkeypatch.undo()
+    assert _version(db) == 1
+    con = duckdb.connect(str(db), read_only=True)
+    assert "run_uid" not in table_columns(con)["runs"]  # step 002's column rolled back with the rest
+    con.close()
+
+
+def test_readers_build_from_a_migrated_copy_and_never_touch_the_original(tmp_path):
+    from kvreport.analysis.site import build_site
+
+    db = tmp_path / "kvreport.duckdb"
+    shutil.copyfile(PUBLISHED_V1, db)
+    digest = _digest(db)
+    with pytest.raises(StoreError, match="kvreport migrate"):
+        Store(db, read_only=True)
+    pages = build_site(db, tmp_path / "site")
+    assert "index.html" in pages and (tmp_path / "site" / "claims.html").is_file()
+    assert _digest(db) == digest and _version(db) == 1
+    assert not list(tmp_path.glob("*.bak"))
+    with current_schema_copy(db) as current:
+        assert current != db and _version(current) == SCHEMA_VERSION
+    assert not current.exists()  # the temporary copy is gone
+
+
+def test_merge_remaps_run_ids_and_keeps_rows_with_their_run(tmp_path):
+    a, b, out = tmp_path / "a.duckdb", tmp_path / "b.duckdb", tmp_path / "out.duckdb"
+    _add_run(a, "box-a", rows=1)
+    _add_run(a, "box-a", rows=2)
+    _add_run(b, "box-b", rows=3)  # run_id 1 in b collides with run_id 1 in a
+    reports = merge([a, b], out)
+    assert [(r.runs_added, r.runs_present) for r in reports] == [(2, 0), (1, 0)]
+    with Store(out, read_only=True) as s:
+        runs = s.query("SELECT run_id, host FROM runs ORDER BY run_id")
+        assert [(r["run_id"], r["host"]) for r in runs] == [(1, "box-a"), (2, "box-a"), (3, "box-b")]
+        per_run = s.query("SELECT run_id, count(*) AS n FROM kv_memory_v2 GROUP BY run_id ORDER BY run_id")
+        assert [(r["run_id"], r["n"]) for r in per_run] == [(1, 1), (2, 2), (3, 3)]
+        statuses = s.query("SELECT run_id FROM experiments ORDER BY run_id")
+        assert [r["run_id"] for r in statuses] == [1, 2, 3]
+
+
+def test_merge_does_not_duplicate_a_run_it_already_holds(tmp_path):
+    a, out = tmp_path / "a.duckdb", tmp_path / "out.duckdb"
+    _add_run(a)
+    merge([a], out)
+    reports = merge([a], out)
+    assert (reports[0].runs_added, reports[0].runs_present) == (0, 1)
+    with Store(out, read_only=True) as s:
+        assert s.query("SELECT count(*) AS n FROM runs")[0]["n"] == 1
+        assert s.query("SELECT count(*) AS n FROM kv_memory_v2")[0]["n"] == 2
+
+
+def test_merge_mixes_schema_versions_and_keeps_audit_ids_unique(tmp_path):
+    old = tmp_path / "old.duckdb"
+    shutil.copyfile(PUBLISHED_V1, old)
+    digest = _digest(old)
+    new = tmp_path / "new.duckdb"
+    _add_run(new, "box-new")
+    out = tmp_path / "out.duckdb"
+    merge([old, new, old], out)  # the old file twice: its runs and audits are not duplicated
+    assert _digest(old) == digest  # inputs are read through migrated copies
+    src = duckdb.connect(str(PUBLISHED_V1), read_only=True)
+    n_old_runs = src.execute("SELECT count(*) FROM runs").fetchone()[0]
+    old_audits = src.execute("SELECT audit_id, run_id FROM audits ORDER BY audit_id").fetchall()
+    n_calls = src.execute("SELECT count(*) FROM token_calls").fetchone()[0]
+    src.close()
+    with Store(out, read_only=True) as s:
+        assert s.query("SELECT count(*) AS n FROM runs")[0]["n"] == n_old_runs + 1
+        audits = s.query("SELECT audit_id, run_id FROM audits")
+        assert len(audits) == len(old_audits) and len({a["audit_id"] for a in audits}) == len(audits)
+        assert s.query("SELECT count(*) AS n FROM token_calls")[0]["n"] == n_calls
+        # a run's demo audit is named after the run it belongs to in the merged file
+        for a in audits:
+            if a["run_id"] is not None and a["audit_id"].startswith("run-"):
+                assert a["audit_id"].startswith(f"run-{a['run_id']}-")
+
+
+def test_merge_renames_a_colliding_standalone_audit(tmp_path):
+    def audit_db(path, created):
+        with Store(path) as s:
+            s.con.execute("INSERT INTO audits (audit_id, run_id, created_at, sources, n_calls) "
+                          "VALUES ('audit-1', NULL, ?, 'x.jsonl', 1)", [created])
+            s.con.execute("INSERT INTO token_calls (audit_id, run_id, source, line, session_id) "
+                          "VALUES ('audit-1', NULL, 'x.jsonl', 1, ?)", [created])
+
+    a, b, out = tmp_path / "a.duckdb", tmp_path / "b.duckdb", tmp_path / "out.duckdb"
+    audit_db(a, "2026-01-01 00:00:00")
+    audit_db(b, "2026-02-01 00:00:00")
+    merge([a, b], out)
+    with Store(out, read_only=True) as s:
+        rows = s.query("SELECT audit_id, session_id FROM token_calls ORDER BY audit_id")
+        assert [(r["audit_id"], r["session_id"]) for r in rows] == [
+            ("audit-1", "2026-01-01 00:00:00"), ("audit-2", "2026-02-01 00:00:00")]
+
+
+def test_merge_refuses_a_bad_input_before_writing(tmp_path):
+    good, bad, out = tmp_path / "good.duckdb", tmp_path / "bad.duckdb", tmp_path / "out.duckdb"
+    _add_run(good)
+    bad.write_text("not a db")
+    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "merge", str(good), str(bad), "--into", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "bad.duckdb" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
