@@ -78,3 +78,49 @@ def test_missing_folder_is_a_clear_error(tmp_path):
 def test_read_only_open_of_missing_file(tmp_path):
     with pytest.raises(StoreError, match="no such DB file"):
         Store(tmp_path / "k.duckdb", read_only=True)
+
+
+@pytest.mark.parametrize("fail_on", ["kv_memory_v2", "kv_per_layer", "experiments"])
+def test_a_failure_at_any_insert_leaves_no_rows_of_that_experiment(tmp_path, monkeypatch, fail_on):
+    """Data rows and the status row commit together: whichever insert fails, none of them stays."""
+    with Store(tmp_path / "k.duckdb") as s:
+        run_id = s.begin_run(_meta())
+        real = Store._insert
+
+        def insert(self, table, rows):
+            if table == fail_on:
+                raise RuntimeError(f"disk full while writing {table}")
+            return real(self, table, rows)
+
+        monkeypatch.setattr(Store, "_insert", insert)
+        with pytest.raises(RuntimeError, match="disk full"):
+            s.record_experiment(run_id, "kv_memory_v2", "ok", None, {
+                "kv_memory_v2": [{"seq_len": 8, "batch_size": 1, "kv_bytes": 10}],
+                "kv_per_layer": [{"layer": 0, "seq_len": 8, "batch_size": 1, "k_bytes": 5, "v_bytes": 5}]})
+        monkeypatch.undo()
+        for table in ("kv_memory_v2", "kv_per_layer", "experiments"):
+            assert s.query(f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0, table
+
+
+def test_a_failed_write_marks_the_run_failed_and_keeps_the_other_experiments(tmp_path, monkeypatch):
+    from kvreport.runner.commands import run as run_cmd
+
+    real = Store._insert
+
+    def insert(self, table, rows):
+        rows = list(rows)
+        if table == "experiments" and rows and rows[0]["experiment"] == "kv_memory_v2" and rows[0]["status"] == "ok":
+            raise RuntimeError("status row refused")
+        return real(self, table, rows)
+
+    monkeypatch.setattr(Store, "_insert", insert)
+    db = tmp_path / "k.duckdb"
+    run_id = run_cmd.execute("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None,
+                             only=["kv_memory_v2", "device_ceilings"])
+    monkeypatch.undo()
+    with Store(db, read_only=True) as s:
+        assert s.query("SELECT status FROM runs WHERE run_id = ?", [run_id])[0]["status"] == "failed"
+        assert s.query("SELECT count(*) AS n FROM kv_memory_v2")[0]["n"] == 0
+        assert s.query("SELECT count(*) AS n FROM kv_per_layer")[0]["n"] == 0
+        st = {r["experiment"]: r["status"] for r in s.query("SELECT experiment, status FROM experiments")}
+        assert st == {"kv_memory_v2": "failed", "device_ceilings": "ok"}
