@@ -282,3 +282,62 @@ def test_unreadable_file(tmp_path, capsys):
     f.chmod(0)
     assert cli("audit", f, "--db", tmp_path / "k.duckdb") == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+# --- one bad line never costs the file (issue 16) ------------------------------------------------------------
+
+def _openai_line(i: int, prompt="100") -> str:
+    return ('{"session_id": "s-%d", "timestamp": "2025-01-01T00:%02d:00Z", "response": {"usage": {"prompt_tokens": %s, '
+            '"completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 10}}}}' % (i % 7, i % 60, prompt))
+
+
+def test_out_of_range_nan_and_blank_lines_cost_one_line_each(tmp_path):
+    """The three lines that used to refuse a 3,000-line file (exit 2, nothing audited) are one reject or
+    one skipped line each; every other line is audited."""
+    bad = {100: "1e300", 200: str(2 ** 70), 300: '"NaN"', 400: "Infinity", 500: "-1e300", 600: '"1e400"',
+           700: "9223372036854775807", 800: "10000000001"}
+    lines = [_openai_line(i, bad.get(i, "100")) for i in range(1, 3001)]
+    lines[999 - 1] = "   "    # line 999: only spaces
+    lines[1999 - 1] = "\t \r"  # line 1999: tab, space, carriage return
+    log = tmp_path / "mangled.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    s, con = audit(tmp_path, log)
+    r = rejects(con)
+    assert r[100] == "usage.prompt_tokens is out of range (got 1e+300; a token count is at most 10,000,000,000)"
+    assert r[200].startswith(f"usage.prompt_tokens is out of range (got {2 ** 70}")
+    assert r[300] == "usage.prompt_tokens is not a finite number (got NaN)"
+    assert r[400] == "usage.prompt_tokens is not a finite number (got Infinity)"  # DuckDB's JSON reads it
+    assert r[500] == "usage.prompt_tokens is negative (-1e+300)"
+    assert r[600] == "usage.prompt_tokens is out of range (got 1e400)"
+    assert "out of range" in r[700] and "out of range" in r[800]
+    assert set(r) == set(bad)
+    assert s["n_calls"] == 3000 - len(bad) - 2 and s["n_skipped_lines"] == 2
+    assert con.execute("SELECT max(input_tokens) FROM token_calls").fetchone()[0] == 100
+
+
+def test_sessions_csv_blank_lines_quoted_newlines_and_odd_cells(tmp_path):
+    """Line numbers are the file's own, past blank lines and a cell that spans two lines; cells that look
+    like numbers but are not JSON ("007") or are out of range are rejects, not a failed file."""
+    f = tmp_path / "s.csv"
+    f.write_text("session_id,system_tokens,user_tokens,assistant_tokens,cached_input_tokens\n"
+                 "a,1,2,3,0\n\n   \n\"b\nc\",1,2,3,0\nd,007,1,1,0\ne,1,1e999,1,0\nf,1,NaN,1,0\ng,1,2,3,0\n")
+    s, con = audit(tmp_path, f)
+    assert rejects(con) == {7: 'system_tokens is not an integer (got "007")', 8: "user_tokens is out of range (got 1e999)",
+                            9: 'user_tokens is not an integer (got "NaN")'}
+    assert dict(con.execute("SELECT session_id, line FROM token_calls").fetchall()) == {"a": 2, "b\nc": 5, "g": 10}
+    assert s["n_skipped_lines"] == 2
+
+
+def test_sessions_parquet_non_finite_and_huge_values(tmp_path):
+    pq = tmp_path / "s.parquet"
+    duckdb.sql(f"""COPY (SELECT * FROM (VALUES ('p-1', 100::UBIGINT, 'nan'::DOUBLE, 10, 30, 'infinity'::TIMESTAMP),
+                   ('p-2', 18446744073709551615::UBIGINT, 2.0, 1, 0, NULL), ('p-3', 1::UBIGINT, 'inf'::DOUBLE, 1, 0, NULL),
+                   ('p-4', 1::UBIGINT, 2::DOUBLE, 1, 0, TIMESTAMP '2025-01-01'), ('p-5', 1::UBIGINT, 2, 1, 0, 'infinity'))
+                   t(session_id, system_tokens, user_tokens, assistant_tokens, cached_input_tokens, first_seen))
+                   TO '{pq}' (FORMAT PARQUET)""")
+    s, con = audit(tmp_path, pq)
+    r = rejects(con)
+    assert r[1] == "user_tokens is not a finite number (got NaN)" and r[3] == "user_tokens is not a finite number (got Infinity)"
+    assert r[2].startswith("system_tokens is out of range (got 18446744073709551615")
+    assert r[5] == 'first_seen is not a time (got "infinity")'
+    assert s["n_calls"] == 1

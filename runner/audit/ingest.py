@@ -26,6 +26,7 @@ SESSION_COLUMNS = ("session_id", "system_tokens", "user_tokens", "assistant_toke
 SESSION_OPTIONAL = ("first_seen", "last_activity", "disconnected_at", "model")
 DEFAULT_LINE_BYTES = 2 * 1024 * 1024    # DuckDB's default: lets the reader split a file across threads
 MAX_LINE_BYTES = 256 * 1024 * 1024      # one JSON line may carry a whole conversation
+BLANK_CHARS = " \t\r\f\v\ufeff"  # a line of only these is blank (skipped and counted), as kv_blank in SQL
 NUL = "\x00"  # the "delimiter" that makes read_csv return whole lines: valid JSON text never holds a raw NUL
 _SNIFF_BYTES = 1 << 20
 
@@ -146,8 +147,8 @@ def detect(con, path: Path, fmt: str = "auto") -> Source:
     return Source(path, fmt, layout)
 
 
-def _csv_columns(path: Path) -> dict[str, str]:
-    """read_csv column spec from the header: known names kept, others c<N>, plus an overflow column."""
+def _csv_header(path: Path) -> list[str]:
+    """The header's column names (lower case), checked for the required ones."""
     with open(path, "r", encoding="utf-8-sig", errors="replace", newline="") as f:
         header = next(csv.reader(io.StringIO(f.readline())), [])
     names = [h.strip().lower() for h in header]
@@ -155,13 +156,34 @@ def _csv_columns(path: Path) -> dict[str, str]:
     if missing:
         raise AuditInputError(f"{path}: the CSV header lacks {', '.join(missing)} "
                               f"(a sessions file needs {', '.join(SESSION_COLUMNS)})")
-    cols, seen = {}, set()
-    for i, name in enumerate(names):
-        key = name if name in SESSION_COLUMNS + SESSION_OPTIONAL and name not in seen else f"c{i}"
-        seen.add(key)
-        cols[key] = "VARCHAR"
-    cols["_overflow"] = "VARCHAR"
-    return cols
+    return names
+
+
+def _csv_records(path: Path, tmpdir: str) -> Path:
+    """The records of a sessions CSV as JSON lines {"l": line, "v": [cells in SESSION order], "x": extra}.
+
+    Python's csv module reads the file because only it says where each record starts: a quoted cell may
+    span lines, and DuckDB's reader neither reports line numbers nor keeps empty lines, so its row number
+    drifts from the file's after the first blank line. `l` is the record's first line (as an editor
+    numbers it); blank and whitespace-only records are written with `b`: true and skipped later. Cells stay
+    text; sql/sessions_csv.sql converts them (kv_cell), so a bad cell is a reject, never a failed file."""
+    names = _csv_header(path)
+    order = [names.index(c) if c in names else None for c in SESSION_COLUMNS + SESSION_OPTIONAL]
+    width = len(names)
+    out = Path(tempfile.mkstemp(prefix="csv-", suffix=".jsonl", dir=tmpdir)[1])
+    csv.field_size_limit(MAX_LINE_BYTES)
+    with open(path, "r", encoding="utf-8-sig", errors="replace", newline="") as f, \
+            open(out, "w", encoding="utf-8") as dst:
+        reader = csv.reader(f, strict=False)
+        next(reader, None)
+        start = reader.line_num + 1
+        write, dumps = dst.write, json.dumps
+        for row in reader:
+            blank = not "".join(row).strip(BLANK_CHARS) and len(row) <= 1
+            cells = [row[i] if i is not None and i < len(row) else None for i in order]
+            write(dumps({"l": start, "b": blank, "v": cells, "x": len(row) > width}) + "\n")
+            start = reader.line_num + 1
+    return out
 
 
 def _parquet_check(con, path: Path) -> None:
@@ -216,7 +238,7 @@ def ingest(con, src: Source, tmpdir: str) -> None:
                   max_line_size=DEFAULT_LINE_BYTES)
     for _attempt in range(3):
         try:
-            _ingest_once(con, src, params)
+            _ingest_once(con, src, params, tmpdir)
             return
         except Exception as exc:  # noqa: BLE001 - known reader limits are retried; others become one message
             msg = str(exc).lower()
@@ -232,14 +254,14 @@ def ingest(con, src: Source, tmpdir: str) -> None:
     raise AuditInputError(f"{src.path}: cannot read as {src.fmt} ({src.layout})")
 
 
-def _ingest_once(con, src: Source, params: dict) -> None:
+def _ingest_once(con, src: Source, params: dict, tmpdir: str) -> None:
     if src.fmt == "sessions":
         run_sql(con, "sessions_raw")
         if src.layout == "parquet":
             _parquet_check(con, src.path)
             run_sql(con, "sessions_parquet", **params)
         elif src.layout == "csv":
-            run_sql(con, "sessions_csv", columns=_csv_columns(src.path), **params)
+            run_sql(con, "sessions_csv", records=str(_csv_records(src.path, tmpdir)), **params)
         else:
             run_sql(con, "lines", **params)
             run_sql(con, "sessions_jsonl", **params)

@@ -83,6 +83,8 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
             echo(f"    {r['source']}:{r['line']}: {r['reason']}")
     else:
         echo("  rejected: 0 records")
+    if s.get("n_skipped_lines"):
+        echo(f"  skipped: {s['n_skipped_lines']:,} blank line(s)")
     return s
 
 

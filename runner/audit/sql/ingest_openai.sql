@@ -11,7 +11,7 @@
 INSERT INTO _staged BY NAME
 WITH rec AS (  -- every line, blank ones too: rows keep file order, ingest.py numbers them afterwards
   SELECT CAST(NULL AS BIGINT) AS line, raw,
-         CASE WHEN starts_with(raw, '{') THEN false WHEN raw IS NULL THEN true ELSE trim(raw) = '' END AS blank
+         kv_blank(raw) AS blank
   FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = $delim, quote = '', escape = '',
                 auto_detect = false, max_line_size = $max_line_size)
 ),

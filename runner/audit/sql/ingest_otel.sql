@@ -9,7 +9,7 @@
 INSERT INTO _staged BY NAME
 WITH rec AS (
   SELECT line, raw, json_valid(raw) AS ok FROM kv_lines()
-  WHERE raw IS NOT NULL AND trim(raw) <> ''
+  WHERE NOT kv_blank(raw)
 ),
 docs AS (
   SELECT line, ok, CASE WHEN ok THEN json_extract(raw, '$.resourceSpans[*].scopeSpans[*].spans[*]') END AS sp,
@@ -101,3 +101,7 @@ SELECT $source, line, 'otel', reason,
        CASE WHEN coalesce(sys_json, msg_json) IS NOT NULL
             THEN json_object('system', sys_json, 'messages', msg_json) END
 FROM parsed;
+
+-- Blank lines: skipped, but counted (as rows with blank = true, like the line readers keep them).
+INSERT INTO _staged BY NAME
+SELECT $source AS source, line, true AS blank, 'otel' AS format FROM kv_lines() WHERE kv_blank(raw);

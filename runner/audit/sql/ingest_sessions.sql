@@ -4,6 +4,7 @@ INSERT INTO _staged BY NAME
 WITH r AS (
   SELECT *,
     CASE
+      WHEN blank THEN NULL
       WHEN note IS NOT NULL THEN note
       WHEN session_id IS NULL THEN 'session_id missing'
       WHEN system_tokens IS NULL THEN 'system_tokens missing'
@@ -22,25 +23,25 @@ WITH r AS (
              THEN format('cached_input_tokens ({}) > system_tokens + user_tokens ({})', kv_int(cached_input_tokens),
                          kv_int(system_tokens) + kv_int(user_tokens)) END)
     END AS reason
-  FROM (SELECT line, ok, note, kv_nn(session_id) AS session_id, kv_nn(system_tokens) AS system_tokens,
+  FROM (SELECT line, blank, ok, note, kv_nn(session_id) AS session_id, kv_nn(system_tokens) AS system_tokens,
                kv_nn(user_tokens) AS user_tokens, kv_nn(assistant_tokens) AS assistant_tokens,
                kv_nn(cached_input_tokens) AS cached_input_tokens, kv_nn(first_seen) AS first_seen,
                kv_nn(last_activity) AS last_activity, kv_nn(disconnected_at) AS disconnected_at,
                kv_nn(model) AS model FROM _sess_raw) s
 )
-SELECT $source AS source, line, 'sessions' AS format, reason,
-       CASE WHEN reason IS NULL THEN json_extract_string(session_id, '$') END AS session_id,
-       CASE WHEN reason IS NULL THEN kv_ts(first_seen) END AS start_time,
-       CASE WHEN reason IS NULL THEN kv_ts(last_activity) END AS end_time,
-       CASE WHEN reason IS NULL THEN kv_ts(disconnected_at) END AS disconnected_at,
+SELECT $source AS source, line, blank, 'sessions' AS format, reason,
+       CASE WHEN reason IS NULL AND NOT blank THEN json_extract_string(session_id, '$') END AS session_id,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_ts(first_seen) END AS start_time,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_ts(last_activity) END AS end_time,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_ts(disconnected_at) END AS disconnected_at,
        NULL AS provider_name,
        json_extract_string(model, '$') AS request_model,
        NULL AS response_model,
-       CASE WHEN reason IS NULL THEN kv_int(system_tokens) + kv_int(user_tokens) END AS input_tokens,
-       CASE WHEN reason IS NULL THEN kv_int(cached_input_tokens) END AS cached_input_tokens,
-       CASE WHEN reason IS NULL THEN 0 END AS cache_creation_input_tokens,
-       CASE WHEN reason IS NULL THEN kv_int(assistant_tokens) END AS output_tokens,
-       CASE WHEN reason IS NULL THEN kv_int(system_tokens) END AS system_tokens,
-       CASE WHEN reason IS NULL THEN 'explicit' END AS system_tokens_source,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_int(system_tokens) + kv_int(user_tokens) END AS input_tokens,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_int(cached_input_tokens) END AS cached_input_tokens,
+       CASE WHEN reason IS NULL AND NOT blank THEN 0 END AS cache_creation_input_tokens,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_int(assistant_tokens) END AS output_tokens,
+       CASE WHEN reason IS NULL AND NOT blank THEN kv_int(system_tokens) END AS system_tokens,
+       CASE WHEN reason IS NULL AND NOT blank THEN 'explicit' END AS system_tokens_source,
        NULL AS content
 FROM r;

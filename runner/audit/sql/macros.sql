@@ -4,6 +4,12 @@
 -- JSON null counts as absent: {"cached_tokens": null} is "no figure", not "not an integer".
 CREATE OR REPLACE TEMP MACRO kv_nn(v) AS CASE WHEN v::VARCHAR = 'null' THEN NULL ELSE v END;
 
+-- A blank line: empty, or only whitespace (a BOM included). Skipped and counted, never parsed. The first
+-- test settles nearly every line. BLANK_CHARS in ingest.py is the same set.
+CREATE OR REPLACE TEMP MACRO kv_blank(raw) AS
+  CASE WHEN starts_with(raw, '{') THEN false WHEN raw IS NULL THEN true
+       ELSE trim(raw, ' ' || chr(9) || chr(13) || chr(12) || chr(11) || chr(65279)) = '' END;
+
 -- VALUE CONVERSIONS. Every ingest (sql/ingest_*.sql, sessions_*.sql) converts log values ONLY through
 -- these macros, because they are total: no input makes them raise inside a query (a raise would cost
 -- the whole file, not one line). Each value has a pair:

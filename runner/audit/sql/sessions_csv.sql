@@ -1,21 +1,14 @@
--- Sessions as CSV with a header. The reader declares every column as text (ingest.py names them from
--- the header, unknown ones as c<N>) plus one overflow column, so a row with too many fields is rejected,
--- not silently cut. Optional columns the file lacks come out NULL through to_json(row).
-INSERT INTO _sess_raw
-WITH rows AS (
-  SELECT row_number() OVER () + 1 AS line, to_json(t) AS j
-  FROM read_csv($path, columns = $columns, header = true, auto_detect = false, delim = ',', quote = '"',
-                escape = '"', null_padding = true, strict_mode = false, max_line_size = $max_line_size) t
-),
-v AS (
-  SELECT line, json_extract_string(j, ['$.session_id', '$.system_tokens', '$.user_tokens', '$.assistant_tokens',
-         '$.cached_input_tokens', '$.first_seen', '$.last_activity', '$.disconnected_at', '$.model',
-         '$._overflow']) AS v
-  FROM rows
-)
-SELECT line, v[10] IS NULL,
-       CASE WHEN v[10] IS NOT NULL THEN 'more fields than the header has columns' END,
-       CASE WHEN v[1] IS NULL OR trim(v[1]) = '' THEN NULL ELSE to_json(v[1]) END,
-       kv_cell(v[2]), kv_cell(v[3]), kv_cell(v[4]), kv_cell(v[5]), kv_cell(v[6]), kv_cell(v[7]), kv_cell(v[8]),
-       CASE WHEN v[9] IS NULL OR trim(v[9]) = '' THEN NULL ELSE to_json(v[9]) END
-FROM v;
+-- Sessions as CSV with a header. ingest.py's _csv_records has already split the file into records (with
+-- the line each starts on, cells in the order session_id, system_tokens, user_tokens, assistant_tokens,
+-- cached_input_tokens, first_seen, last_activity, disconnected_at, model, and whether the record had more
+-- fields than the header); here every cell is converted like a JSON value, so one rule set (ingest_sessions)
+-- checks the JSONL, CSV and Parquet readers alike. Absent optional columns come out NULL.
+INSERT INTO _sess_raw BY NAME
+SELECT l AS line, b AS blank, NOT x AS ok, CASE WHEN x THEN 'more fields than the header has columns' END AS note,
+       CASE WHEN v[1] IS NULL OR trim(v[1]) = '' THEN NULL ELSE to_json(v[1]) END AS session_id,
+       kv_cell(v[2]) AS system_tokens, kv_cell(v[3]) AS user_tokens, kv_cell(v[4]) AS assistant_tokens,
+       kv_cell(v[5]) AS cached_input_tokens, kv_cell(v[6]) AS first_seen, kv_cell(v[7]) AS last_activity,
+       kv_cell(v[8]) AS disconnected_at,
+       CASE WHEN v[9] IS NULL OR trim(v[9]) = '' THEN NULL ELSE to_json(v[9]) END AS model
+FROM read_json($records, columns = {'l': 'BIGINT', 'b': 'BOOLEAN', 'v': 'VARCHAR[]', 'x': 'BOOLEAN'},
+               format = 'newline_delimited');

@@ -1,7 +1,7 @@
 -- The seed's per-session records, before validation: one row per record, every field as JSON so the
 -- JSONL, CSV and Parquet readers share one set of checks (ingest_sessions.sql).
 CREATE OR REPLACE TEMP TABLE _sess_raw (
-  line BIGINT, ok BOOLEAN, note VARCHAR, session_id JSON, system_tokens JSON, user_tokens JSON,
+  line BIGINT, blank BOOLEAN DEFAULT false, ok BOOLEAN, note VARCHAR, session_id JSON, system_tokens JSON, user_tokens JSON,
   assistant_tokens JSON, cached_input_tokens JSON, first_seen JSON, last_activity JSON,
   disconnected_at JSON, model JSON
 );

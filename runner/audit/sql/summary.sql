@@ -21,6 +21,9 @@ w AS (
 r AS (
   SELECT count(*) AS n_rejects FROM token_rejects
 ),
+k AS (  -- blank lines (and non-call records): neither calls nor rejects
+  SELECT count(*) AS n_skipped FROM _staged WHERE blank
+),
 m AS (
   SELECT any_value(memory_bytes) AS memory_bytes, any_value(memory_source) AS memory_source
   FROM token_ttl_sweep WHERE audit_id = $audit_id
@@ -28,7 +31,7 @@ m AS (
 SELECT $audit_id AS audit_id, $run_id AS run_id, $created_at AS created_at, $sources AS sources,
        $format AS format, $model AS model, $bytes_per_token AS kv_bytes_per_token,
        $kv_bytes_source AS kv_bytes_source, $kv_bytes_detail AS kv_bytes_detail,
-       c.n_calls, c.n_sessions, r.n_rejects, c.input_tokens, c.cached_input_tokens, c.output_tokens,
+       c.n_calls, c.n_sessions, r.n_rejects, k.n_skipped AS n_skipped_lines, c.input_tokens, c.cached_input_tokens, c.output_tokens,
        c.system_tokens,
        c.cached_input_tokens / nullif(c.input_tokens, 0) AS overall_pcer,
        c.system_tokens / nullif(c.spor_input_tokens, 0) AS overall_spor,
@@ -50,4 +53,4 @@ SELECT $audit_id AS audit_id, $run_id AS run_id, $created_at AS created_at, $sou
        $tokenizer AS tokenizer, $spor_max AS spor_max, $kv_max_bytes AS kv_max_bytes,
        s.n_spor AS n_spor_warnings, s.n_kv AS n_kv_warnings,
        $content_calls AS content_calls, $bloat_reason AS bloat_reason, $duration_s AS duration_s
-FROM c, s, w, r, m;
+FROM c, s, w, r, k, m;
