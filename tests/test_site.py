@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -196,7 +197,7 @@ def test_overview_has_headlines_runs_environment_and_skips(built_site, fixture_d
 
 def test_claims_ledger_unions_every_claim_query_with_valid_verdicts(built_site, fixture_db):
     rows = read_csv(built_site / "data" / "claims-ledger.csv")
-    assert rows[0] == claims_page.CLAIM_COLUMNS
+    assert rows[0] == claims_page.LEDGER_COLUMNS
     body = [dict(zip(rows[0], r)) for r in rows[1:]]
     assert {r["verdict"] for r in body} <= set(claims_page.VERDICTS)
     ids = {r["claim_id"] for r in body}
@@ -216,6 +217,53 @@ def test_claims_ledger_unions_every_claim_query_with_valid_verdicts(built_site, 
         assert f'verdict-{site_mod.slugify(r["verdict"])}' in text
 
 
+def test_cpu_runs_never_confirm_or_refute_a_gpu_measurement(built_site):
+    """The fixture DB holds CPU runs only: every measurement claim made on a GPU waits for a GPU run, with
+    the CPU figure kept as context; arithmetic claims keep their verdicts."""
+    rows = read_csv(built_site / "data" / "claims-ledger.csv")
+    body = [dict(zip(rows[0], r)) for r in rows[1:]]
+    assert {r["device_kind"] for r in body if r["run_id"]} == {"cpu"}
+    assert {r["basis"] for r in body} == {"arithmetic", "measurement"}
+    gpu_claims = [r for r in body if r["basis"] == "measurement" and r["claim_on_gpu"] == "true" and r["run_id"]]
+    assert len(gpu_claims) >= 10
+    for r in gpu_claims:
+        assert r["verdict"] == "not yet measured on a GPU", r
+        assert r["measured_value"], r  # the CPU figure is still shown, as context
+    assert not [r for r in body if r["run_id"] and r["basis"] == "measurement" and r["claim_on_gpu"] == "true"
+                and r["verdict"] in ("confirmed", "refuted", "differs by hardware")]
+    # The data's own verdict is kept beside it, so the rule visibly changed something.
+    assert {r["data_verdict"] for r in gpu_claims} & {"confirmed", "refuted", "differs by hardware"}
+    assert any(r["verdict"] in ("confirmed", "refuted") for r in body if r["basis"] == "arithmetic")
+    text = (built_site / "claims.html").read_text(encoding="utf-8")
+    n_claims = len({r["claim_id"] for r in body})
+    assert re.search(rf"\d+ verdicts on {n_claims} claims", text)
+
+
+@pytest.mark.parametrize("device_kind, expected", [("cpu", "not yet measured on a GPU"), ("cuda", "confirmed")])
+def test_the_verdict_rule_is_applied_to_every_claim_query(small_db, tmp_path, monkeypatch, device_kind, expected):
+    """A new claim query cannot bypass the rule: it applies to the union, not inside each file."""
+    import duckdb
+
+    con = duckdb.connect(str(small_db))
+    con.execute("UPDATE runs SET device_kind = ?", [device_kind])
+    con.close()
+    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'zz' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
+                 "'1' AS seed_value, 'RTX 2070' AS seed_hardware, 'measurement' AS basis, true AS claim_on_gpu, "
+                 "1 AS run_id, '2 GB/s' AS measured_value, 'confirmed' AS verdict, 'r' AS reasoning")
+    build_site(small_db, tmp_path / "out")
+    rows = read_csv(tmp_path / "out" / "data" / "claims-ledger.csv")
+    zz = [dict(zip(rows[0], r)) for r in rows[1:] if r[0] == "zz"]
+    assert [(r["verdict"], r["data_verdict"], r["device_kind"]) for r in zz] == [(expected, "confirmed", device_kind)]
+
+
+def test_claim_query_with_an_unknown_basis_stops_the_build(small_db, tmp_path, monkeypatch):
+    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'zz' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
+                 "'1' AS seed_value, 'gpu' AS seed_hardware, 'vibes' AS basis, true AS claim_on_gpu, "
+                 "NULL::INTEGER AS run_id, NULL AS measured_value, 'confirmed' AS verdict, 'r' AS reasoning")
+    with pytest.raises(BuildError, match=r"claim_zz_test\.sql.*basis 'vibes'"):
+        build_site(small_db, tmp_path / "out")
+
+
 def test_ledger_shows_the_latest_run_of_each_configuration(built_site, fixture_db):
     import re
 
@@ -231,7 +279,8 @@ def test_ledger_shows_the_latest_run_of_each_configuration(built_site, fixture_d
              for i in re.findall(r"run (\d+)", cell)}
     assert shown and shown <= latest
     ledger = read_csv(built_site / "data" / "claims-ledger.csv")
-    assert {int(r[5]) for r in ledger[1:] if r[5]} - latest  # the CSV keeps the earlier runs
+    col = ledger[0].index("run_id")
+    assert {int(r[col]) for r in ledger[1:] if r[col]} - latest  # the CSV keeps the earlier runs
 
 
 def test_compare_page_lists_every_run_with_metrics(built_site, fixture_db):
@@ -326,8 +375,8 @@ def test_failing_query_stops_the_build_naming_it(small_db, tmp_path, monkeypatch
 
 def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, monkeypatch):
     _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
-                 "'1' AS seed_value, 'gpu' AS seed_hardware, NULL::INTEGER AS run_id, NULL AS measured_value, "
-                 "'probably' AS verdict, 'r' AS reasoning")
+                 "'1' AS seed_value, 'gpu' AS seed_hardware, 'arithmetic' AS basis, false AS claim_on_gpu, "
+                 "NULL::INTEGER AS run_id, NULL AS measured_value, 'probably' AS verdict, 'r' AS reasoning")
     with pytest.raises(BuildError, match=r"claim_zz_test\.sql.*verdict 'probably'"):
         build_site(small_db, tmp_path / "out")
 

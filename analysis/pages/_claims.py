@@ -1,28 +1,59 @@
-"""The claims ledger: every claim_*.sql unioned and checked. Shared by the claims page and the overview."""
+"""The claims ledger: every claim_*.sql unioned and checked, then one verdict rule applied to all of it in
+SQL (analysis/queries/claims_verdicts.sql). Shared by the claims page, the overview and the pages that show
+their topic's claims, so the same situation gets the same label everywhere."""
 from __future__ import annotations
 
 from kvreport.analysis.site import BuildError
 
 from ._helpers import latest_per_config
 
-CLAIM_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "run_id", "measured_value",
-                 "verdict", "reasoning"]
-VERDICTS = ["confirmed", "refuted", "differs by hardware", "expected", "not measured"]
+# What every claim_*.sql returns (exactly these).
+CLAIM_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "basis", "claim_on_gpu", "run_id",
+                 "measured_value", "verdict", "reasoning"]
+# What the ledger holds after the rule: the evidence run's device and the data's own verdict added.
+LEDGER_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "basis", "claim_on_gpu", "run_id",
+                  "device_kind", "measured_value", "verdict", "data_verdict", "reasoning"]
+BASES = ("arithmetic", "measurement")
+GPU_PENDING = "not yet measured on a GPU"
+# In the order the legend lists them.
+VERDICTS = ["confirmed", "refuted", "differs by hardware", "expected", "inconsistent", "unsupported", GPU_PENDING,
+            "not measured"]
 SOURCES = {"profiler seed": "The earlier KV-cache profiler (RTX 2070)",
            "token article": "The token-allocation article"}
+_SQL_TYPES = {"run_id": "INTEGER", "claim_on_gpu": "BOOLEAN", "ord": "INTEGER"}
 
 
-def ledger(q, site) -> list[dict]:
+def _raw_rows(q, site) -> list[dict]:
     rows = q.union("claim_", CLAIM_COLUMNS, exact=True)
     for r in rows:
         where = f"analysis/queries/{r['query']}.sql, claim {r['claim_id']!r}"
         if r["verdict"] not in VERDICTS:
             raise BuildError(f"{where}: verdict {r['verdict']!r} is not one of {', '.join(VERDICTS)}")
+        if r["basis"] not in BASES:
+            raise BuildError(f"{where}: basis {r['basis']!r} is not one of {', '.join(BASES)}")
         if r["run_id"] is not None and r["run_id"] not in site.run_ids:
             raise BuildError(f"{where}: run_id {r['run_id']} is not in the runs table")
         if not r["claim_id"] or not r["claim"]:
             raise BuildError(f"{where}: claim_id and claim must not be empty")
     return rows
+
+
+def ledger(q, site) -> list[dict]:
+    """Every claim row with the rule applied (LEDGER_COLUMNS plus `query`), in the claim queries' order."""
+    if "claims_verdicts" not in q.ran:
+        rows = _raw_rows(q, site)
+        cols = CLAIM_COLUMNS + ["query", "ord"]
+        q.con.execute("CREATE OR REPLACE TEMP TABLE claim_rows ({})".format(
+            ", ".join(f"{c} {_SQL_TYPES.get(c, 'VARCHAR')}" for c in cols)))
+        if rows:
+            q.con.executemany(f"INSERT INTO claim_rows VALUES ({', '.join('?' for _ in cols)})",
+                              [[r[c] for c in cols[:-1]] + [i] for i, r in enumerate(rows)])
+    return q("claims_verdicts")
+
+
+def for_query(q, site, name: str) -> list[dict]:
+    """The ledger rows of one claim query (a topic page's own claims), the newest run of each configuration."""
+    return [r for r in current(ledger(q, site), site) if r["query"] == name]
 
 
 def current(rows: list[dict], site) -> list[dict]:

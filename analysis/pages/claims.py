@@ -6,14 +6,17 @@ from dataclasses import dataclass
 
 from kvreport.analysis.site import BuildError, PageSpec
 
-from ._claims import CLAIM_COLUMNS, SOURCES, VERDICTS, current, ledger, verdict_counts
+from ._claims import GPU_PENDING, LEDGER_COLUMNS, SOURCES, VERDICTS, current, ledger, verdict_counts
 
 PAGE = PageSpec(slug="claims", title="Claims", order=80)
+
 
 @dataclass
 class ClaimsPage:
     groups: list[dict]          # per source document: its claims, each with its (merged) run rows
     counts: list[tuple[str, int]]
+    n_shown: int                # verdicts shown: one per claim and configuration (and per no-run row)
+    pending: int                # of those, GPU measurements with only CPU evidence
     n_rows: int
     n_hidden: int               # rows of superseded runs, in the CSV only
     n_claims: int
@@ -55,6 +58,7 @@ def context(q, site) -> ClaimsPage:
                        "id": "source-" + "-".join(source.lower().split())})
 
     csv = site.shown_csv("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
-                                                                      r["run_id"] or 0)), CLAIM_COLUMNS)
-    return ClaimsPage(groups=groups, counts=verdict_counts(shown), n_rows=len(rows), n_hidden=n_hidden,
+                                                                      r["run_id"] or 0)), LEDGER_COLUMNS)
+    return ClaimsPage(groups=groups, counts=verdict_counts(shown), n_shown=len(shown),
+                      pending=sum(r["verdict"] == GPU_PENDING for r in shown), n_rows=len(rows), n_hidden=n_hidden,
                       n_claims=len({r["claim_id"] for r in rows}), csv=csv, verdicts=VERDICTS)

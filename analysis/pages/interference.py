@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, spread
 from kvreport.analysis.site import PageSpec
 
+from . import _claims
+
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
 EXPERIMENT = "kv_interference_v3"
 MAX_CHARTS = 4
@@ -69,5 +71,5 @@ def context(q, site) -> InterferencePage:
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
         violations=[s for s in summary if s["bound_violated"]],
-        claims=q("claim_interference"),
+        claims=_claims.for_query(q, site, "claim_interference"),  # the ledger's rows: one rule, one label
     )

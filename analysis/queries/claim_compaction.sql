@@ -59,10 +59,10 @@ seed AS (
   ) AS s(claim_id, claim, seed_value)
 )
 SELECT s.claim_id, 'profiler seed' AS source, s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       c.run_id::INTEGER AS run_id, c.measured_value, c.verdict, c.reasoning
+       'measurement' AS basis, true AS claim_on_gpu, c.run_id::INTEGER AS run_id, c.measured_value, c.verdict, c.reasoning
 FROM seed s JOIN claims c USING (claim_id)
 UNION ALL
-SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)', NULL::INTEGER, NULL,
+SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)', 'measurement', true, NULL::INTEGER, NULL,
        'not measured', 'no run in this DB has compaction measurements of this size'
 FROM seed s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = s.claim_id)
 ORDER BY claim_id, run_id;

@@ -77,7 +77,7 @@ text AS (
   ) AS t(claim_id, claim, seed_value)
 )
 SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       c.run_id, c.measured_value, c.verdict, c.reasoning
+       'arithmetic' AS basis, true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
 FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
       UNION ALL
       SELECT claim_id, ord, NULL, NULL, 'not measured', 'no crossover rows in this DB'

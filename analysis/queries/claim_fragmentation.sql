@@ -17,7 +17,7 @@ skips AS (
 SELECT 'frag_retained_after_evict' AS claim_id, 'profiler seed' AS source,
        'After evicting 25MB of KV caches, allocator still reserves 131.7MB' AS claim,
        '131.7 MB reserved after evicting 25 MB' AS seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       run_id::INTEGER AS run_id,
+       'measurement' AS basis, true AS claim_on_gpu, run_id::INTEGER AS run_id,
        printf('evicted %.1f MB: %.1f MB reserved, %.1f MB of it unallocated (%.1f MB after empty_cache; %s)',
               evicted_bytes / 1e6, reserved_bytes / 1e6, retained / 1e6, retained_ec / 1e6,
               CASE WHEN retained_exp IS NULL THEN 'expandable segments not measured'
@@ -29,7 +29,8 @@ SELECT 'frag_retained_after_evict' AS claim_id, 'profiler seed' AS source,
 FROM e
 UNION ALL
 SELECT 'frag_retained_after_evict', 'profiler seed', 'After evicting 25MB of KV caches, allocator still reserves 131.7MB',
-       '131.7 MB reserved after evicting 25 MB', 'RTX 2070 (GPT-2, float16)', NULL::INTEGER, NULL, 'not measured',
+       '131.7 MB reserved after evicting 25 MB', 'RTX 2070 (GPT-2, float16)', 'measurement', true, NULL::INTEGER, NULL,
+       'not measured',
        coalesce('skipped: ' || (SELECT reasons FROM skips), 'no run in this DB has fragmentation measurements')
 WHERE NOT EXISTS (SELECT 1 FROM e)
 ORDER BY run_id;

@@ -117,7 +117,9 @@ text AS (
     ('memory-v1-vs-v2', 'Direct tensor measurement (v2) is more accurate than allocator before/after deltas (v1)', 'v2 "most accurate"')
   ) AS t(claim_id, claim, seed_value)
 )
-SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, fp16)' AS seed_hardware,
-       c.run_id, c.measured_value, c.verdict, c.reasoning
+SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+       -- Cache sizes are tensor shapes times element bytes: exact on any device. The allocator is not.
+       CASE WHEN c.claim_id = 'memory-v1-vs-v2' THEN 'measurement' ELSE 'arithmetic' END AS basis,
+       true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
 FROM claims c JOIN text t USING (claim_id)
 ORDER BY c.ord, c.run_id NULLS FIRST;

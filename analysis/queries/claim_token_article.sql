@@ -33,15 +33,19 @@ demo AS (  -- the article's sessions as each run's demo audit priced them
   FROM audits a JOIN token_audit t USING (audit_id) JOIN seed s USING (session_id)
   WHERE a.run_id IS NOT NULL AND a.audit_id LIKE 'run-%-demo'
 ),
+demo16 AS (  -- KV priced at the deployment dtype (16-bit), not at the element size a CPU run used
+  SELECT demo.*, demo.kv_cache_bytes * 2 / d.b AS kv16_bytes, demo.kv_bytes_per_token * 2 / d.b AS bpt16
+  FROM demo JOIN dtype_bytes d USING (run_id)
+),
 demo_runs AS (  -- is_toy: the tiny test models, whose bytes/token price nothing real
-  SELECT run_id, bool_or(r.model LIKE 'tiny-%') AS is_toy, any_value(kv_bytes_per_token) AS bpt, any_value(kv_max_bytes) AS kv_max_bytes,
-         any_value(spor_max) AS spor_max,
-         string_agg(format('{:.1f}', kv_cache_bytes / 1e6), ' / ' ORDER BY ord) AS kv_mb,
-         string_agg(session_id, ', ' ORDER BY ord) FILTER (WHERE kv_warning) AS kv_flagged,
+  SELECT run_id, bool_or(r.model LIKE 'tiny-%') AS is_toy, any_value(bpt16) AS bpt16, any_value(kv_max_bytes) AS kv_max_bytes,
+         any_value(spor_max) AS spor_max, any_value(r.model) AS model, any_value(r.dtype) AS dtype,
+         string_agg(format('{:.1f}', kv16_bytes / 1e6), ' / ' ORDER BY ord) AS kv_mb,
+         string_agg(session_id, ', ' ORDER BY ord) FILTER (WHERE kv16_bytes > kv_max_bytes) AS kv_flagged,
          string_agg(session_id, ', ' ORDER BY ord) FILTER (WHERE spor_warning) AS spor_flagged,
-         bool_and(kv_warning = seed_kv_warn) AS kv_same, bool_and(spor_warning = seed_spor_warn) AS spor_same,
+         bool_and((kv16_bytes > kv_max_bytes) = seed_kv_warn) AS kv_same, bool_and(spor_warning = seed_spor_warn) AS spor_same,
          count(*) AS n
-  FROM demo JOIN runs r USING (run_id) GROUP BY run_id
+  FROM demo16 JOIN runs r USING (run_id) GROUP BY run_id
 ),
 ttl AS (  -- each audit's TTL sweep at its own idle timeout
   SELECT a.audit_id, a.run_id, a.leakage_index, a.idle_timeout_s, s.capacity_multiplier, s.recompute_tokens,
@@ -93,10 +97,11 @@ claims AS (
   UNION ALL
   -- 3. Their KV footprints and the 15 MB guardrail, priced in real bytes.
   SELECT 'token-kv-guardrail', 6, run_id,
-         format('{} MB at {:,} B/token; over {:.0f} MB: {}', kv_mb, bpt::BIGINT, kv_max_bytes / 1e6, coalesce(kv_flagged, 'none')),
+         format('{} MB at {:,} B/token ({} at 16-bit; this run used {}); over {:.0f} MB: {}', kv_mb, bpt16::BIGINT, model, dtype,
+                kv_max_bytes / 1e6, coalesce(kv_flagged, 'none')),
          CASE WHEN kv_same THEN 'confirmed' ELSE 'refuted' END,
-         CASE WHEN kv_same THEN 'the same sessions cross the guardrail at this model''s bytes per token'
-              ELSE format('at {:,} B/token a 15 MB guardrail is crossed at {:,} tokens, not the article''s 10,000: set the threshold per model', bpt::BIGINT, (kv_max_bytes / bpt)::BIGINT) END
+         CASE WHEN kv_same THEN 'the same sessions cross the guardrail at this model''s 16-bit bytes per token'
+              ELSE format('priced at the deployment dtype (16-bit), {:,} B/token crosses a 15 MB guardrail at {:,} tokens, not the article''s 10,000: which sessions it flags follows from the 1,500 B/token constant, so set the threshold per model', bpt16::BIGINT, (kv_max_bytes / bpt16)::BIGINT) END
   FROM demo_runs WHERE NOT is_toy
   UNION ALL
   SELECT 'token-kv-guardrail', 6, NULL, NULL, 'not measured', 'no demo audit of a real architecture in this DB (run `kvreport run`; the tiny test models do not count)'
@@ -174,6 +179,10 @@ text AS (
 )
 SELECT c.claim_id, 'token article' AS source, t.claim, t.seed_value,
        'none stated (a constant, three hand-made sessions)' AS seed_hardware,
-       c.run_id, c.measured_value, c.verdict, c.reasoning
+       -- Token counts, ratios and bytes per token are arithmetic; timings, freed memory and bills are not.
+       -- Only the eviction claim is about GPU memory; the rest hold on any device that serves the model.
+       CASE WHEN c.claim_id IN ('token-prefix-compute', 'token-api-bill', 'token-evict-frees', 'token-double-capacity')
+            THEN 'measurement' ELSE 'arithmetic' END AS basis,
+       c.claim_id = 'token-evict-frees' AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
 FROM claims c JOIN text t USING (claim_id)
 ORDER BY c.ord, c.run_id NULLS FIRST, c.measured_value;
