@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from .ingest import Source, describe_sources, detect, ingest
+from .ingest import Keys, Source, describe_sources, detect, ingest
 from .pricing import Memory, Pricing
 from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
@@ -48,6 +48,7 @@ class AuditOptions:
     ttls_s: tuple[float, ...] = DEFAULT_TTLS_S
     buckets: int = 120
     memory_limit: str | None = None  # DuckDB memory_limit, e.g. "2GB"
+    keys: Keys = Keys()             # --session-key / --time-key (none: each format's own fields)
     threads: int | None = None
     min_repeat_chars: int = 24
     max_repeat_rows: int = 200
@@ -160,7 +161,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         # Every file is checked before any is read: a bad path fails fast, with nothing written.
         sources = [detect(con, Path(p), opts.fmt) for p in paths]
         for src in sources:
-            ingest(con, src, tmpdir)
+            ingest(con, src, tmpdir, opts.keys)
         ids = dict(audit_id=audit_id, run_id=run_id)
 
         content_calls = con.execute(

@@ -21,7 +21,30 @@ from pathlib import Path
 from ..errors import UserError
 from .sqlfiles import run_sql
 
-FORMATS = ("auto", "sessions", "openai", "anthropic", "otel")
+@dataclass(frozen=True)
+class Shape:
+    """A JSON-lines log of API objects: read by sql/<sql>.sql into _shape, then sql/calls_from_usage.sql.
+    The key paths are the defaults of --session-key / --time-key (the first non-null value wins; no session
+    key found: the call is its own session). The SQL files say which documentation each one follows."""
+    sql: str
+    root: str                        # where the API object sits in the line
+    session_keys: tuple[str, ...]
+    time_keys: tuple[str, ...]
+
+
+_STORED_META = ("$.metadata.session_id", "$.metadata.conversation_id")  # stored objects keep request metadata
+SHAPES = {
+    "openai-chat": Shape("ingest_openai_object", "$", _STORED_META, ("$.created",)),
+    "openai-response": Shape("ingest_openai_object", "$", ("$.conversation.id",) + _STORED_META + ("$.user",),
+                             ("$.created_at",)),
+    "openai-batch": Shape("ingest_openai_object", "$.response.body", (),
+                          ("$.response.body.created", "$.response.body.created_at")),
+    "anthropic-message": Shape("ingest_anthropic_message", "$", (), ()),
+    "anthropic-batch": Shape("ingest_anthropic_message", "$.result.message", (), ()),
+    "litellm": Shape("ingest_litellm", "$", ("$.session_id", "$.trace_id"), ("$.startTime",)),
+    "langfuse": Shape("ingest_langfuse", "$", ("$.sessionId", "$.traceId"), ("$.startTime",)),
+}
+FORMATS = ("auto", "sessions", "openai", "anthropic", "otel", *SHAPES)
 SESSION_COLUMNS = ("session_id", "system_tokens", "user_tokens", "assistant_tokens", "cached_input_tokens")
 SESSION_OPTIONAL = ("first_seen", "last_activity", "disconnected_at", "model")
 DEFAULT_LINE_BYTES = 2 * 1024 * 1024    # DuckDB's default: lets the reader split a file across threads
@@ -33,6 +56,34 @@ _SNIFF_BYTES = 1 << 20
 
 class AuditInputError(UserError):
     """A file the audit cannot read at all (the message names it and says why)."""
+
+
+@dataclass(frozen=True)
+class Keys:
+    """--session-key / --time-key as DuckDB JSON paths into each record; the first non-null value wins."""
+    session: tuple[str, ...] = ()
+    time: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.session or self.time)
+
+
+def json_keys(con, option: str, paths: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """User paths as DuckDB JSON paths: `metadata.conversation_id` and `$.metadata.conversation_id` are the
+    same key (`request.headers."x-session-id"` quotes a name with dashes); a path DuckDB cannot parse is a
+    UserError naming it."""
+    out = []
+    for raw in paths:
+        path = raw.strip()
+        if not path:
+            raise UserError(f"{option} {raw!r}: empty; give a JSON path such as metadata.conversation_id")
+        path = path if path.startswith(("$", "/")) else "$." + path
+        try:
+            con.execute("SELECT json_extract('{}', ?)", [path]).fetchall()
+        except Exception as exc:  # noqa: BLE001 - DuckDB's message says where the path breaks
+            raise UserError(f"{option} {raw!r}: not a JSON path ({str(exc).splitlines()[0]})") from None
+        out.append(path)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -79,22 +130,45 @@ def _looks_like_doc(con, path: Path) -> dict | None:
     return None
 
 
-def _kind_of_record(rec: dict) -> str | None:
-    if "resourceSpans" in rec:
-        return "otel"
+def _envelope(rec: dict) -> str | None:
+    """openai / anthropic for a {"response": <API response with usage>} envelope, else None."""
     response = rec.get("response")
-    if isinstance(response, dict):
-        usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
-        if response.get("type") == "message" or "cache_read_input_tokens" in usage \
-                or "cache_creation_input_tokens" in usage:
-            return "anthropic"
-        if "prompt_tokens" in usage or "input_tokens_details" in usage \
-                or response.get("object") in ("chat.completion", "response"):
-            return "openai"
+    if not isinstance(response, dict):
         return None
-    if "session_id" in rec and any(k in rec for k in SESSION_COLUMNS[1:]):
-        return "sessions"
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    if response.get("type") == "message" or "cache_read_input_tokens" in usage \
+            or "cache_creation_input_tokens" in usage:
+        return "anthropic"
+    if "prompt_tokens" in usage or "input_tokens_details" in usage \
+            or response.get("object") in ("chat.completion", "response"):
+        return "openai"
     return None
+
+
+def _batch_response(rec: dict) -> bool:
+    response = rec.get("response", False)
+    return response is None or isinstance(response, dict) and ("status_code" in response or "body" in response)
+
+
+# What a first record of each format looks like. Detection is exact: a record that two of these accept
+# is an error naming both, never a guess.
+_LOOKS_LIKE = {
+    "otel": lambda r: "resourceSpans" in r,
+    "openai": lambda r: _envelope(r) == "openai",
+    "anthropic": lambda r: _envelope(r) == "anthropic",
+    "sessions": lambda r: "session_id" in r and any(k in r for k in SESSION_COLUMNS[1:]),
+    "openai-chat": lambda r: r.get("object") == "chat.completion",
+    "openai-response": lambda r: r.get("object") == "response",
+    "anthropic-message": lambda r: r.get("type") == "message",
+    "openai-batch": lambda r: "custom_id" in r and _batch_response(r),
+    "anthropic-batch": lambda r: "custom_id" in r and isinstance(r.get("result"), dict) and "type" in r["result"],
+    "litellm": lambda r: "call_type" in r and "prompt_tokens" in r,
+    "langfuse": lambda r: "traceId" in r and "type" in r and ("usageDetails" in r or "startTime" in r),
+}
+
+
+def _kinds_of_record(rec: dict) -> list[str]:
+    return [fmt for fmt, looks in _LOOKS_LIKE.items() if looks(rec)]
 
 
 def detect(con, path: Path, fmt: str = "auto") -> Source:
@@ -134,13 +208,16 @@ def detect(con, path: Path, fmt: str = "auto") -> Source:
                                       "told; fix the file or give --format")
             return Source(path, fmt, "jsonl")  # every bad line will be rejected with its line number
         rec, layout = doc, "doc"
-    kind = _kind_of_record(rec)
     if fmt == "auto":
-        if kind is None:
+        kinds = _kinds_of_record(rec)
+        if not kinds:
             keys = ", ".join(sorted(rec)[:8])
             raise AuditInputError(f"{path}: cannot tell the format from the first record (keys: {keys}); "
                                   f"give --format ({', '.join(FORMATS[1:])})")
-        fmt = kind
+        if len(kinds) > 1:
+            raise AuditInputError(f"{path}: the first record matches more than one format ({' and '.join(kinds)}); "
+                                  "give --format")
+        fmt = kinds[0]
     if layout == "doc" and fmt != "otel":
         raise AuditInputError(f"{path}: one JSON document, not JSON lines; only OpenTelemetry exports may be "
                               "a single document")
@@ -227,8 +304,9 @@ def _needs_sanitizing(exc: Exception) -> bool:
     return any(k in msg for k in ("unicode", "utf-8", "utf8", "invalid state", "number of columns"))
 
 
-def ingest(con, src: Source, tmpdir: str) -> None:
-    """Append every record of `src` to _staged (valid or with its reject reason).
+def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
+    """Append every record of `src` to _staged (valid or with its reject reason). `keys`: the user's
+    --session-key / --time-key, which replace the format's own session and time.
 
     Retried, never half-done (each attempt is one statement per table, outside any transaction):
     a line longer than the reader's default buffer -> again with room for MAX_LINE_BYTES (a large
@@ -238,7 +316,7 @@ def ingest(con, src: Source, tmpdir: str) -> None:
                   max_line_size=DEFAULT_LINE_BYTES)
     for _attempt in range(3):
         try:
-            _ingest_once(con, src, params, tmpdir)
+            _ingest_once(con, src, params, tmpdir, keys or Keys())
             return
         except Exception as exc:  # noqa: BLE001 - known reader limits are retried; others become one message
             msg = str(exc).lower()
@@ -254,8 +332,19 @@ def ingest(con, src: Source, tmpdir: str) -> None:
     raise AuditInputError(f"{src.path}: cannot read as {src.fmt} ({src.layout})")
 
 
-def _ingest_once(con, src: Source, params: dict, tmpdir: str) -> None:
-    if src.fmt == "sessions":
+def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> None:
+    if keys and src.fmt in ("sessions", "otel"):
+        raise AuditInputError(f"{src.path}: --session-key / --time-key apply to JSON-lines call logs; this is "
+                              f"{src.fmt} input, whose sessions and times are its own fields")
+    if src.fmt in SHAPES:
+        shape = SHAPES[src.fmt]
+        time_keys = keys.time or shape.time_keys
+        run_sql(con, "lines", **params)
+        run_sql(con, shape.sql, root=shape.root, session_keys=list(keys.session or shape.session_keys),
+                time_keys=list(time_keys))
+        run_sql(con, "calls_from_usage", format=src.fmt, time_label=" or ".join(time_keys) or "time", **params)
+        run_sql(con, "number_lines", **params)
+    elif src.fmt == "sessions":
         run_sql(con, "sessions_raw")
         if src.layout == "parquet":
             _parquet_check(con, src.path)
@@ -270,8 +359,14 @@ def _ingest_once(con, src: Source, params: dict, tmpdir: str) -> None:
         run_sql(con, "lines_doc" if src.layout == "doc" else "lines", **params)
         run_sql(con, "ingest_otel", **params)
     else:  # one row per line: parsed straight from the reader, numbered afterwards
+        if keys:
+            run_sql(con, "lines", **params)  # read first: a file the reader refuses fails before any INSERT
         run_sql(con, f"ingest_{src.fmt}", **params)
         run_sql(con, "number_lines", **params)
+        if keys:
+            run_sql(con, "rekey", session_keys=list(keys.session), time_keys=list(keys.time),
+                    has_session=bool(keys.session), has_time=bool(keys.time),
+                    time_label=" or ".join(keys.time) or "time", **params)
     con.execute("DROP TABLE IF EXISTS _lines")
 
 

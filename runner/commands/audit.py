@@ -20,11 +20,11 @@ def _pct(v) -> str:
 def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path = Path("kvreport.duckdb"),
             tokenizer: str | None = None, idle_timeout: float = 300.0, strict: bool = False,
             spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = "2GB",
-            echo=typer.echo) -> dict:
+            echo=typer.echo, session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None) -> dict:
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process."""
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
-    from ..audit.ingest import FORMATS, detect
+    from ..audit.ingest import FORMATS, Keys, detect, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
     from ..store import Store
@@ -43,6 +43,8 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     # Check every file (exists, readable, a format we know) before the DB is even opened.
     probe = duckdb.connect()
     try:
+        opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
+                         json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
         for p in paths:
             detect(probe, Path(p), fmt)
     finally:
@@ -60,6 +62,8 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
                 persist(con, result)
             finally:
                 cleanup(con)
+            unnamed = con.execute("SELECT count(*) FROM token_calls WHERE audit_id = ? AND starts_with(session_id, "
+                                  "'(no session) ')", [audit_id]).fetchone()[0]
     except BaseException:
         if created:  # a failed audit leaves no trace, not even an empty DB file
             for leftover in (Path(db), Path(str(db) + ".wal")):
@@ -69,6 +73,9 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     echo(f"{audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} file(s) "
          f"({s['format']}) -> {db}")
     echo(f"  KV pricing: {s['kv_bytes_detail']}")
+    if unnamed:  # PCER "per session" of such a call is the call's own
+        echo(f"  sessions: {unnamed:,} of {s['n_calls']:,} call(s) named no session, so each is its own session and "
+             "its per-session PCER is per call (give --session-key PATH)")
     echo(f"  PCER (cached / total input, token-weighted): {_pct(s['overall_pcer'])}")
     spor = _pct(s["overall_spor"])
     echo(f"  SPOR (system / total input): {spor}" + (f" ({s['spor_reason']})" if s["spor_reason"] else ""))
@@ -89,9 +96,14 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
 
 
 def audit(
-    paths: Annotated[list[Path], typer.Argument(help="Log files: sessions (CSV/JSONL/Parquet), OpenAI or Anthropic "
-                                                     "JSONL envelopes, OpenTelemetry OTLP/JSON exports.")],
-    format: Annotated[str, typer.Option("--format", help="auto, sessions, openai, anthropic or otel.")] = "auto",
+    paths: Annotated[list[Path], typer.Argument(help="Log files (shapes: see --format): API responses, batch "
+                                                     "results, LiteLLM and Langfuse logs, OpenTelemetry exports, "
+                                                     "session records.")],
+    format: Annotated[str, typer.Option("--format", help="auto (exact: a record two formats accept is an error), "
+                                                         "sessions, openai, anthropic (JSONL envelopes), otel, "
+                                                         "openai-chat, openai-response, anthropic-message (bare API "
+                                                         "objects), openai-batch, anthropic-batch (batch results), "
+                                                         "litellm, langfuse.")] = "auto",
     model: Annotated[str, typer.Option(help="Model whose KV bytes/token price the tokens (measured in the DB if "
                                             "there, else the formula at 16-bit).")] = "gpt2",
     db: Annotated[Path, typer.Option(help="DuckDB file to store the audit in.")] = Path("kvreport.duckdb"),
@@ -105,9 +117,17 @@ def audit(
                                                   "many MB (10^6 bytes).")] = 15.0,
     memory_limit: Annotated[str, typer.Option(help="DuckDB memory limit while auditing (it spills to disk "
                                                    "beyond it).")] = "2GB",
+    session_key: Annotated[list[str] | None, typer.Option(
+        "--session-key", help="JSON path of the session id in each record, e.g. metadata.conversation_id or "
+                              "'request.headers.\"x-session-id\"'. Repeatable: the first non-null wins. Replaces "
+                              "the format's own session fields; a call with none is its own session.")] = None,
+    time_key: Annotated[str | None, typer.Option(
+        "--time-key", help="JSON path of each call's time (ISO-8601 or Unix s/ms/us/ns), replacing the format's "
+                           "own.")] = None,
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
-    execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit)
+    execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit,
+            session_keys=session_key or (), time_key=time_key)
 
 
 def register(app: typer.Typer) -> None:

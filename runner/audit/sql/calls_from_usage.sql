@@ -1,0 +1,49 @@
+-- The common end of the ingest_<shape>.sql readers that fill _shape (one row per line, token counts still
+-- as the log's text): convert, check, and append to _staged. Each reader has already applied its
+-- provider's convention as `includes_cache`:
+--   true   s_input is the whole input and s_cached a part of it (OpenAI, LiteLLM): input = s_input
+--   false  s_input excludes cache reads and writes (Anthropic, Langfuse): input = s_input + s_cached + s_write
+-- A row that is `skip` (not a call, e.g. a Langfuse span) is kept as a blank line: neither call nor reject.
+INSERT INTO _staged BY NAME
+WITH v AS (
+  SELECT *,
+         kv_sint_error(s_input, f_input) AS e_input, kv_sint_error(s_cached, f_cached) AS e_cached,
+         kv_sint_error(s_write, f_write) AS e_write, kv_sint_error(s_output, f_output) AS e_output,
+         kv_sint(s_input) AS n_input, coalesce(kv_sint(s_cached), 0) AS n_cached,
+         coalesce(kv_sint(s_write), 0) AS n_write, kv_sint(s_output) AS n_output,
+         kv_sts(s_start) AS t_start, kv_sts(s_end) AS t_end
+  FROM _shape
+),
+r AS (
+  SELECT *,
+    CASE
+      WHEN blank OR skip THEN NULL
+      WHEN NOT ok THEN 'malformed JSON'
+      WHEN shape_reason IS NOT NULL THEN shape_reason
+      WHEN s_input IS NULL THEN f_input || ' missing'
+      WHEN s_output IS NULL THEN f_output || ' missing'
+      ELSE coalesce(e_input, e_cached, e_write, e_output,
+        kv_sts_error(s_start, $time_label), kv_sts_error(s_end, 'end time'),
+        CASE WHEN includes_cache AND n_cached + n_write > n_input
+             THEN format('{} ({}){} > {} ({})', f_cached, n_cached,
+                         CASE WHEN n_write > 0 THEN format(' + {} ({})', f_write, n_write) ELSE '' END,
+                         f_input, n_input) END)
+    END AS reason
+  FROM v
+)
+SELECT $source AS source, line, blank OR skip AS blank, $format AS format, reason,
+       CASE WHEN reason IS NULL THEN s_session END AS session_id,  -- none: named after the line later
+       CASE WHEN reason IS NULL THEN t_start END AS start_time,
+       CASE WHEN reason IS NULL THEN t_end END AS end_time,
+       NULL AS disconnected_at, provider_name, request_model, response_model,
+       CASE WHEN reason IS NULL THEN
+         CASE WHEN includes_cache THEN n_input ELSE n_input + n_cached + n_write END
+       END AS input_tokens,
+       CASE WHEN reason IS NULL THEN n_cached END AS cached_input_tokens,
+       CASE WHEN reason IS NULL THEN n_write END AS cache_creation_input_tokens,
+       CASE WHEN reason IS NULL THEN n_output END AS output_tokens,
+       NULL AS system_tokens, NULL AS system_tokens_source,
+       CASE WHEN reason IS NULL THEN content END AS content
+FROM r;
+
+DROP TABLE _shape;
