@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from . import cost
 from .ingest import Keys, Source, describe_sources, detect, ingest
 from .pricing import Memory, Pricing
 from .sqlfiles import run_sql
@@ -25,7 +26,7 @@ _SCRATCH = ("_staged", "_lines", "_sess_raw", "_content", "_ids", "_sys_counts",
             "_seg")
 # The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
 TABLES = ("audits", "token_calls", "token_rejects", "token_audit", "token_leakage", "token_ttl_sweep",
-          "token_bloat", "token_repeats")
+          "token_bloat", "token_repeats", "token_prices")
 _VIEWS = ("token_calls", "token_rejects")  # views over _staged (sql/move.sql), not copies
 
 
@@ -52,6 +53,8 @@ class AuditOptions:
     threads: int | None = None
     min_repeat_chars: int = 24
     max_repeat_rows: int = 200
+    price_book: cost.PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
+    gpu_hour_price: float | None = None      # USD per GPU-hour: idle KV memory in dollars
 
     @property
     def kv_max_bytes(self) -> int:
@@ -99,6 +102,7 @@ def _has_try(con) -> bool:
 
 
 def cleanup(con) -> None:
+    cost.cleanup(con)
     for name in _VIEWS:
         con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
     for name in [t for t in TABLES if t not in _VIEWS] + list(_SCRATCH):
@@ -218,6 +222,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
                 tokenizer=tokenizer.name if tokenizer else None, spor_max=opts.spor_max,
                 kv_max_bytes=opts.kv_max_bytes, content_calls=content_calls, bloat_reason=bloat_reason,
                 duration_s=time.perf_counter() - started)
+        cost.price_calls(con, opts.price_book, **ids, gpu_hour_price=opts.gpu_hour_price)
         cur = con.execute("SELECT * FROM temp.main.audits")
         summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
         return AuditResult(audit_id, summary, sources, rejects)
@@ -228,8 +233,9 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
 def _select(name: str) -> tuple[str, list]:
     """SELECT of one audit table; the two views get the audit's ids (filled in by the caller)."""
     if name in _VIEWS:
+        src = "_calls_priced" if name == "token_calls" else name  # the calls with their costs (cost.py)
         return (f"SELECT * REPLACE (CAST(? AS VARCHAR) AS audit_id, CAST(? AS INTEGER) AS run_id) "
-                f"FROM temp.main.{name}"), ["audit_id", "run_id"]
+                f"FROM temp.main.{src}"), ["audit_id", "run_id"]
     return f"SELECT * FROM temp.main.{name}", []
 
 

@@ -20,9 +20,11 @@ def _pct(v) -> str:
 def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path = Path("kvreport.duckdb"),
             tokenizer: str | None = None, idle_timeout: float = 300.0, strict: bool = False,
             spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = "2GB",
-            echo=typer.echo, session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None) -> dict:
+            echo=typer.echo, prices: Path | None = None, gpu_hour_price: float | None = None,
+            session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None) -> dict:
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process."""
+    from ..audit.cost import load_prices_file, prefetch
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
     from ..audit.ingest import FORMATS, Keys, detect, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
@@ -35,9 +37,12 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
     if not paths:
         raise UserError("give at least one log file")
+    if gpu_hour_price is not None and not gpu_hour_price >= 0:
+        raise UserError(f"--gpu-hour-price {gpu_hour_price}: must be >= 0 (USD per GPU-hour)")
     tok = load_tokenizer(tokenizer) if tokenizer else None
+    book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
     opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
-                        memory_limit=memory_limit)
+                        memory_limit=memory_limit, price_book=book, gpu_hour_price=gpu_hour_price)
     import duckdb
 
     # Check every file (exists, readable, a format we know) before the DB is even opened.
@@ -50,6 +55,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     finally:
         probe.close()
     created = not Path(db).exists()
+    prefetch()
     try:
         with Store(db) as store:
             con = store.con
@@ -84,6 +90,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
          + (f" ({s['leakage_reason']})" if s["leakage_reason"] else ""))
     echo(f"  guardrails: {s['n_spor_warnings']} session(s) with SPOR > {spor_max:g}, "
          f"{s['n_kv_warnings']} with KV > {kv_max_mb:g} MB")
+    _echo_cost(s, echo)
     if s["n_rejects"]:
         echo(f"  rejected: {s['n_rejects']:,} record(s) (all in token_rejects), e.g.:")
         for r in result.rejects[:5]:
@@ -93,6 +100,28 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     if s.get("n_skipped_lines"):
         echo(f"  skipped: {s['n_skipped_lines']:,} blank line(s)")
     return s
+
+
+def _usd(v) -> str:
+    return "n/a" if v is None else f"${v:,.4f}" if abs(v) < 100 else f"${v:,.2f}"
+
+
+def _echo_cost(s: dict, echo) -> None:
+    echo(f"  cost: {_usd(s['cost_usd'])} for {s['priced_calls']:,} priced call(s)"
+         + (f" (prices: {s['price_source']}, as of {s['price_snapshot_date']})" if s["price_source"] else ""))
+    if s["unpriced_calls"]:
+        echo(f"  unpriced (no price known, not guessed): {s['unpriced_calls']:,} call(s): {s['unpriced_models']}")
+    if s["whatif_achievable_usd"] is not None and s["whatif_nocache_usd"]:
+        base = s["whatif_nocache_usd"]
+        echo(f"  what-if on {s['whatif_calls']:,} call(s): no caching {_usd(base)}, actual {_usd(s['whatif_actual_usd'])}, "
+             f"achievable PCER {_pct(s['whatif_achievable_pcer'])} {_usd(s['whatif_achievable_usd'])} "
+             f"({_pct(1 - s['whatif_achievable_usd'] / base)} saved), stable prefix "
+             f"{_usd(s['whatif_stable_usd'])} ({_pct(1 - s['whatif_stable_usd'] / base)} saved)")
+    else:
+        echo(f"  what-if savings: n/a ({s['whatif_reason']})")
+    if s["idle_cost_usd"] is not None:
+        echo(f"  idle KV memory: {s['idle_gpu_hours']:,.3f} GPU-hours = {_usd(s['idle_cost_usd'])} "
+             f"at ${s['gpu_hour_price_usd']:g}/GPU-hour ({s['gpu_cost_reason']})")
 
 
 def audit(
@@ -117,6 +146,11 @@ def audit(
                                                   "many MB (10^6 bytes).")] = 15.0,
     memory_limit: Annotated[str, typer.Option(help="DuckDB memory limit while auditing (it spills to disk "
                                                    "beyond it).")] = "2GB",
+    prices: Annotated[Path | None, typer.Option(help="TOML or JSON file of USD-per-million-token rates that "
+                                                     "override genai-prices (negotiated prices, self-hosted "
+                                                     "models).")] = None,
+    gpu_hour_price: Annotated[float | None, typer.Option(help="USD per GPU-hour: turns idle KV memory (and what "
+                                                              "each TTL frees) into GPU-hours and dollars.")] = None,
     session_key: Annotated[list[str] | None, typer.Option(
         "--session-key", help="JSON path of the session id in each record, e.g. metadata.conversation_id or "
                               "'request.headers.\"x-session-id\"'. Repeatable: the first non-null wins. Replaces "
@@ -127,7 +161,7 @@ def audit(
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
     execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit,
-            session_keys=session_key or (), time_key=time_key)
+            prices=prices, gpu_hour_price=gpu_hour_price, session_keys=session_key or (), time_key=time_key)
 
 
 def register(app: typer.Typer) -> None:

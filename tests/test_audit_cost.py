@@ -1,0 +1,268 @@
+"""Dollars per audited call (issue 18): provider conventions priced exactly, tiers and price periods,
+override files, unknown models listed (never guessed), what-if savings and the self-hosted view.
+
+Every expected cost is computed by hand in the comments from genai-prices' published rates (USD per
+million tokens) or the override file's rates; the audit must reproduce it to the float.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kvreport.runner.commands.audit import execute
+from kvreport.runner.errors import UserError
+
+genai_prices = pytest.importorskip("genai_prices")
+
+
+def _openai(session, ts, model, prompt, cached, completion) -> dict:
+    return {"session_id": session, "timestamp": ts, "request": {"model": model},
+            "response": {"object": "chat.completion", "model": model,
+                         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                   "prompt_tokens_details": {"cached_tokens": cached}}}}
+
+
+def _anthropic(session, ts, model, inp, read, write, out) -> dict:
+    return {"session_id": session, "timestamp": ts, "request": {"model": model},
+            "response": {"type": "message", "model": model,
+                         "usage": {"input_tokens": inp, "cache_read_input_tokens": read,
+                                   "cache_creation_input_tokens": write, "output_tokens": out}}}
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _audit(tmp_path, *files, **kw):
+    db = tmp_path / "a.duckdb"
+    summary = execute([Path(f) for f in files], db=db, echo=lambda *_: None, **kw)
+    return summary, duckdb.connect(str(db), read_only=True)
+
+
+def _calls(con) -> list[dict]:
+    cur = con.execute("SELECT * FROM token_calls ORDER BY line")
+    return [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+
+
+def test_openai_cached_tokens_are_inside_input(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [
+        _openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 1000, 900, 20),
+        _openai("s1", "2025-06-02T10:01:00Z", "gpt-4o", 2000, 0, 100),
+    ])
+    s, con = _audit(tmp_path, log)
+    c1, c2 = _calls(con)
+    # gpt-4o: $2.50 input, $1.25 cached input, $10 output per million tokens.
+    # Call 1: prompt_tokens 1000 INCLUDES the 900 cached, so 100 are uncached.
+    assert c1["input_cost_usd"] == pytest.approx(100 * 2.5e-6)         # 0.00025
+    assert c1["cache_read_cost_usd"] == pytest.approx(900 * 1.25e-6)   # 0.001125
+    assert c1["cache_write_cost_usd"] == 0                              # OpenAI has no cache writes
+    assert c1["output_cost_usd"] == pytest.approx(20 * 10e-6)          # 0.0002
+    assert c1["cost_usd"] == pytest.approx(0.001575)                    # the issue's figure
+    # Call 2: nothing cached: 2000 x 2.5e-6 + 100 x 10e-6 = 0.005 + 0.001
+    assert c2["cost_usd"] == pytest.approx(0.006)
+    assert s["cost_usd"] == pytest.approx(0.007575)
+    assert s["priced_calls"] == 2 and s["unpriced_calls"] == 0
+    assert s["price_source"].startswith("genai-prices") and s["price_snapshot_date"] is not None
+    (sess,) = con.execute("SELECT cost_usd, unpriced_calls FROM token_audit").fetchall()
+    assert sess == (pytest.approx(0.007575), 0)
+    (row,) = con.execute("SELECT input_usd_mtok, cache_read_usd_mtok, output_usd_mtok, n_calls, cost_usd, "
+                         "matched_provider FROM token_prices").fetchall()
+    assert row == (2.5, 1.25, 10.0, 2, pytest.approx(0.007575), "openai")
+
+
+def test_anthropic_reads_and_writes_are_outside_input(tmp_path):
+    log = _write(tmp_path / "anthropic.jsonl", [
+        _anthropic("s1", "2025-06-02T10:00:00Z", "claude-sonnet-4", 100, 800, 100, 50),
+    ])
+    s, con = _audit(tmp_path, log)
+    (c,) = _calls(con)
+    assert c["input_tokens"] == 1000  # stored as OpenTelemetry: 100 + 800 read + 100 written
+    # claude-sonnet-4: $3 input, $0.30 cache read, $3.75 cache write (5 min), $15 output per million.
+    # Anthropic's input_tokens (100) EXCLUDES the reads and writes: it is the uncached part.
+    assert c["input_cost_usd"] == pytest.approx(100 * 3e-6)             # 0.0003
+    assert c["cache_read_cost_usd"] == pytest.approx(800 * 0.3e-6)      # 0.00024
+    assert c["cache_write_cost_usd"] == pytest.approx(100 * 3.75e-6)    # 0.000375
+    assert c["output_cost_usd"] == pytest.approx(50 * 15e-6)            # 0.00075
+    assert c["cost_usd"] == pytest.approx(0.001665)                     # sum of the four
+    assert s["cost_usd"] == pytest.approx(0.001665)
+    assert s["cache_write_cost_usd"] == pytest.approx(0.000375)
+
+
+def test_tier_above_200k_input_prices_every_token_higher(tmp_path):
+    log = _write(tmp_path / "anthropic.jsonl", [
+        # total input 100,000 + 100,000 = 200,000: not above the tier start, base rates
+        _anthropic("s1", "2025-10-02T10:00:00Z", "claude-sonnet-4-5", 100_000, 100_000, 0, 1000),
+        # total input 200,001: above 200k, every token at the tier's rates
+        _anthropic("s2", "2025-10-02T10:00:00Z", "claude-sonnet-4-5", 100_001, 100_000, 0, 1000),
+    ])
+    _, con = _audit(tmp_path, log)
+    base, tier = _calls(con)
+    # base: 100,000 x $3 + 100,000 x $0.30 + 1,000 x $15 per million = 0.3 + 0.03 + 0.015
+    assert base["cost_usd"] == pytest.approx(0.345)
+    # tier: 100,001 x $6 + 100,000 x $0.60 + 1,000 x $22.50 per million = 0.600006 + 0.06 + 0.0225
+    assert tier["cost_usd"] == pytest.approx(0.682506)
+    assert con.execute("SELECT count(*) FROM token_prices").fetchone()[0] == 2  # one row per tier used
+
+
+def test_time_of_day_price_periods(tmp_path):
+    # No provider in a sessions log: genai-prices finds DeepSeek from the model name. Its discount hours
+    # are 16:30-00:30 UTC (half price); the standard price applies 00:30-16:30.
+    log = tmp_path / "sessions.jsonl"
+    log.write_text(
+        '{"session_id": "peak", "model": "deepseek-chat", "system_tokens": 1000, "user_tokens": 1000, '
+        '"assistant_tokens": 1000, "cached_input_tokens": 1000, "first_seen": "2025-06-02T01:00:00Z"}\n'
+        '{"session_id": "night", "model": "deepseek-chat", "system_tokens": 1000, "user_tokens": 1000, '
+        '"assistant_tokens": 1000, "cached_input_tokens": 1000, "first_seen": "2025-06-02T17:00:00Z"}\n')
+    _, con = _audit(tmp_path, log)
+    cost = dict(con.execute("SELECT session_id, cost_usd FROM token_calls").fetchall())
+    assert con.execute("SELECT sum(input_tokens) FROM token_calls").fetchone()[0] == 4000
+    # peak: 1000 uncached x $0.27 + 1000 cached x $0.07 + 1000 output x $1.10 per million = 0.00144
+    assert cost["peak"] == pytest.approx(0.00144)
+    # discount: 1000 x $0.135 + 1000 x $0.035 + 1000 x $0.55 per million = 0.00072
+    assert cost["night"] == pytest.approx(0.00072)
+
+
+def test_override_file_toml(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [
+        _openai("s1", "2025-06-02T10:00:00Z", "my-llama", 1000, 600, 100),
+        _openai("s1", "2025-06-02T10:01:00Z", "gpt-4o", 1000, 900, 20),
+    ])
+    prices = tmp_path / "prices.toml"
+    prices.write_text('as_of = 2026-11-01\n'
+                      '[[prices]]\nmodel = "gpt-4o"\nprovider = "openai"\ninput_mtok = 2.0\noutput_mtok = 8.0\n'
+                      '[[prices]]\nmodel = "my-llama"\ninput_mtok = 0.5\ncache_read_mtok = 0.1\n'
+                      'output_mtok = 2.0\nrequest_usd = 0.001\n')
+    s, con = _audit(tmp_path, log, prices=prices)
+    llama, gpt = _calls(con)
+    # my-llama (self-hosted, only in the file): 400 uncached x $0.50 + 600 cached x $0.10 + 100 out x $2
+    # per million, plus $0.001 per request = 0.0002 + 0.00006 + 0.0002 + 0.001
+    assert llama["cost_usd"] == pytest.approx(0.00146)
+    # gpt-4o at the negotiated rate, which beats genai-prices; no cache_read_mtok in the file, so cached
+    # tokens cost as much as input: 100 x $2 + 900 x $2 + 20 x $8 per million = 0.0002 + 0.0018 + 0.00016
+    assert gpt["cost_usd"] == pytest.approx(0.00216)
+    assert s["unpriced_calls"] == 0
+    assert s["price_snapshot_date"].isoformat() == "2026-11-01"
+    assert set(s["price_source"].split("; ")) == {"override: prices.toml entry 1", "override: prices.toml entry 2"}
+
+
+def test_override_file_json(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [_openai("s1", "2025-06-02T10:00:00Z", "my-llama", 1000, 600, 100)])
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"prices": [{"model": "MY-LLAMA", "input_mtok": 1, "cache_read_mtok": 0.25,
+                                              "output_mtok": 4}]}))
+    s, _ = _audit(tmp_path, log, prices=prices)
+    # 400 x $1 + 600 x $0.25 + 100 x $4 per million = 0.0004 + 0.00015 + 0.0004 (model matched ignoring case)
+    assert s["cost_usd"] == pytest.approx(0.00095)
+
+
+def test_unknown_model_is_listed_not_priced(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [
+        _openai("s1", "2025-06-02T10:00:00Z", "acme-9000", 1000, 0, 10),
+        _openai("s1", "2025-06-02T10:01:00Z", "acme-9000", 1000, 0, 10),
+        _openai("s2", "2025-06-02T10:00:00Z", "gpt-4o", 2000, 0, 100),
+    ])
+    s, con = _audit(tmp_path, log)
+    costs = [c["cost_usd"] for c in _calls(con)]
+    assert costs[:2] == [None, None]                 # not zero, not a neighbour's price
+    assert costs[2] == pytest.approx(0.006)
+    assert s["cost_usd"] == pytest.approx(0.006)     # the total covers the priced calls only
+    assert s["priced_calls"] == 1 and s["unpriced_calls"] == 2
+    assert s["unpriced_models"] == "acme-9000 (openai): 2 calls"
+    (row,) = con.execute("SELECT model, n_calls, input_usd_mtok, cost_usd, unknown_reason FROM token_prices "
+                         "WHERE model = 'acme-9000'").fetchall()
+    assert row[:4] == ("acme-9000", 2, None, None) and "no price" in row[4]
+    assert con.execute("SELECT cost_usd, unpriced_calls FROM token_audit WHERE session_id = 's1'").fetchone() \
+        == (None, 2)
+
+
+@pytest.mark.parametrize("name, text, expect", [
+    ("p.toml", "[[prices]\nmodel = 1", "not valid TOML"),
+    ("p.json", '{"prices": [', "not valid JSON (line 1"),
+    ("p.json", '{"prices": [{"model": "x", "input_mtok": 1}]}', "prices[1] (x): output_mtok: missing"),
+    ("p.json", '{"prices": [{"model": "x", "input_mtok": -1, "output_mtok": 1}]}', "input_mtok: expected a number >= 0"),
+    ("p.json", '{"prices": [{"model": "x", "input_mtok": 1, "output_mtok": 1, "cached_mtok": 1}]}',
+     "prices[1]: unknown key(s) cached_mtok"),
+    ("p.json", '{"prices": []}', "non-empty list"),
+    ("p.yaml", "prices: []", "expected a .toml or .json file"),
+])
+def test_bad_prices_file_fails_before_anything_is_written(tmp_path, name, text, expect):
+    log = _write(tmp_path / "openai.jsonl", [_openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 10, 0, 1)])
+    bad = tmp_path / name
+    bad.write_text(text)
+    with pytest.raises(UserError) as exc:
+        execute([log], db=tmp_path / "a.duckdb", echo=lambda *_: None, prices=bad)
+    assert str(bad) in str(exc.value) and expect in str(exc.value)
+    assert not (tmp_path / "a.duckdb").exists()
+
+
+def test_gpu_hour_price_turns_idle_kv_into_dollars(tmp_path):
+    # Session a: one call at 00:00 holding 100 tokens; session b at 01:00 ends the log. a's KV sits
+    # there for 3600 s, idle after the 300 s timeout: 3300 s x 100 tokens x 36,864 B/token (gpt2 at
+    # 16-bit, the default --model) = 12,165,120,000 idle byte-seconds.
+    log = _write(tmp_path / "openai.jsonl", [
+        _openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
+        _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0),
+    ])
+    s, con = _audit(tmp_path, log, gpu_hour_price=2.0)
+    assert s["idle_kv_byte_seconds"] == pytest.approx(12_165_120_000)
+    # GPU-hours: the idle byte-seconds over the memory the sweep fits sessions into, per hour; x $2.
+    assert s["idle_gpu_hours"] == pytest.approx(12_165_120_000 / s["memory_bytes"] / 3600)
+    assert s["idle_cost_usd"] == pytest.approx(2.0 * s["idle_gpu_hours"])
+    ttl = dict(con.execute("SELECT ttl_s, freed_cost_usd FROM token_ttl_sweep WHERE ttl_s IS NOT NULL").fetchall())
+    # evicting 300 s after the last activity frees exactly the idle part
+    assert ttl[300.0] == pytest.approx(s["idle_cost_usd"])
+    assert con.execute("SELECT freed_cost_usd FROM token_ttl_sweep WHERE ttl_s IS NULL").fetchone()[0] == 0
+    with pytest.raises(UserError, match="--gpu-hour-price"):
+        execute([log], db=tmp_path / "b.duckdb", echo=lambda *_: None, gpu_hour_price=-1.0)
+
+
+def test_no_gpu_price_says_why(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0)])
+    s, _ = _audit(tmp_path, log)
+    assert s["idle_cost_usd"] is None and "--gpu-hour-price" in s["gpu_cost_reason"]
+    assert s["whatif_achievable_usd"] is None and "message content" in s["whatif_reason"]
+
+
+def _tokenizer(path: Path, words: list[str]) -> Path:
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import WordLevel
+
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(["[UNK]", *words])}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(path))
+    return path
+
+
+def test_whatif_prices_the_achievable_pcer_against_no_caching(tmp_path):
+    # Two two-call sessions whose providers cached nothing; the first prompt of each has a time at the top.
+    tok = _tokenizer(tmp_path / "tokenizer.json", "Time : 10 11 You are a helpful bot . hi again".split())
+    oa, an = [], []
+    for i, t in enumerate(["10", "11"]):
+        msgs = [{"role": "user", "content": "hi again ."}] * (i + 1)
+        oa.append(dict(_openai("w", 1748858400 + 60 * i, "gpt-4o", 30, 0, 3),
+                       request={"model": "gpt-4o", "messages": [
+                           {"role": "system", "content": f"Time : {t} . You are a helpful bot ."}, *msgs]}))
+        an.append(dict(_anthropic("x", 1748858400 + 60 * i, "claude-sonnet-4", 30, 0, 0, 3),
+                       request={"model": "claude-sonnet-4", "system": "You are a helpful bot .", "messages": msgs}))
+    s, con = _audit(tmp_path, _write(tmp_path / "o.jsonl", oa), _write(tmp_path / "a.jsonl", an), tokenizer=str(tok))
+    p = dict(con.execute("SELECT session_id, achievable_pcer FROM token_bloat").fetchall())
+    q = dict(con.execute("SELECT session_id, stable_prefix_pcer FROM token_bloat").fetchall())
+    assert 0 < p["w"] < q["w"] < 1 and 0 < p["x"] <= q["x"] < 1  # the time at the top costs w some reuse
+    # No caching: w: 60 input x $2.50 + 6 output x $10 per million = 0.00021;
+    #             x: 60 input x $3 + 6 output x $15 per million = 0.00027
+    assert s["whatif_nocache_usd"] == pytest.approx(0.00021 + 0.00027)
+    assert s["whatif_actual_usd"] == pytest.approx(0.00048)  # the log's calls cached nothing
+    # At the achievable PCER p: p of the input read from the cache, the rest written to it (OpenAI: a
+    # write costs input, $2.50; Anthropic: $3.75), output unchanged.
+    w = p["w"] * 60 * 1.25e-6 + (1 - p["w"]) * 60 * 2.5e-6 + 6 * 10e-6
+    x = p["x"] * 60 * 0.3e-6 + (1 - p["x"]) * 60 * 3.75e-6 + 6 * 15e-6
+    assert s["whatif_achievable_usd"] == pytest.approx(w + x)
+    ws = q["w"] * 60 * 1.25e-6 + (1 - q["w"]) * 60 * 2.5e-6 + 6 * 10e-6
+    xs = q["x"] * 60 * 0.3e-6 + (1 - q["x"]) * 60 * 3.75e-6 + 6 * 15e-6
+    assert s["whatif_stable_usd"] == pytest.approx(ws + xs)
+    assert s["whatif_calls"] == 4 and s["whatif_reason"] is None
+    assert s["whatif_achievable_pcer"] == pytest.approx((p["w"] * 60 + p["x"] * 60) / 120)
