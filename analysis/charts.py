@@ -9,6 +9,7 @@ data/<chart_id>.csv, so the download is exactly what the reader sees.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -128,13 +129,46 @@ def natural_key(name) -> list:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", str(name))]
 
 
+def _tick_label(v: float) -> str:
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:g}"
+
+
 def _log_ticks(values) -> dict:
-    """On a log axis, label the measured values themselves (16, 64, 128, ...) when there are few of them,
-    instead of Plotly's 2, 3, 4 ... 100 minor labels."""
-    vals = sorted({v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0})
-    if not vals or len(vals) > 12:
+    """Readable ticks for a log axis: the measured values themselves (16, 64, 128, ...) when there are few
+    of them, else 1, 2, 5 x 10^n across their range, instead of Plotly's 2, 3, 4 ... minor labels."""
+    vals = sorted({float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0})
+    if not vals:
         return {}
-    return dict(tickvals=vals, ticktext=[f"{v:,.0f}" if float(v).is_integer() else f"{v:g}" for v in vals])
+    if len(vals) <= 12:
+        return dict(tickvals=vals, ticktext=[_tick_label(v) for v in vals])
+    lo, hi = vals[0], vals[-1]
+    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+             for m in (1, 2, 5) if lo / 1.6 <= m * 10.0 ** e <= hi * 1.6]
+    ticks = [float(f"{t:.12g}") for t in ticks]  # 0.30000000000000004 -> 0.3
+    return dict(tickvals=ticks, ticktext=[_tick_label(t) for t in ticks])
+
+
+def _axis_values(fig: go.Figure, axis: str) -> list:
+    out = []
+    for trace in fig.data:
+        out.extend(v for v in _plain(getattr(trace, axis, None)) if isinstance(v, (int, float)))
+    if axis == "y":  # reference lines sit on the y axis and must stay on the scale
+        out.extend(shape.y0 for shape in fig.layout.shapes or () if shape.y0 == shape.y1 and shape.y0)
+    return out
+
+
+def _readable_log_axes(fig: go.Figure) -> None:
+    """Every log axis a page left without tick values gets readable ones (one rule for every chart), and
+    labels of reference lines on a log y axis move to log10 units, which is where Plotly places annotations
+    on a log axis (the lines themselves take data values)."""
+    for axis in ("x", "y"):
+        layout_axis = getattr(fig.layout, f"{axis}axis")
+        if layout_axis.type == "log" and layout_axis.tickvals is None:
+            getattr(fig, f"update_{axis}axes")(**_log_ticks(_axis_values(fig, axis)))
+    if fig.layout.yaxis.type == "log":
+        for ann in fig.layout.annotations or ():
+            if ann.yref == "y" and isinstance(ann.y, (int, float)) and ann.y > 0:
+                ann.y = math.log10(ann.y)
 
 
 def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str = "",
@@ -148,6 +182,7 @@ def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str
     if y_title:
         fig.update_yaxes(title_text=y_title)
     fig.update_layout(**LAYOUT)
+    _readable_log_axes(fig)
     n_legend = sum(1 for t in fig.data if t.showlegend is not False)
     if n_legend > 6:  # a long legend takes rows from the plot: grow the figure instead (about 3 per row)
         fig.update_layout(height=min(LAYOUT["height"] + 20 * -(-n_legend // 3), 1000))
@@ -188,9 +223,9 @@ def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: 
                                  mode="lines+markers" if markers else "lines"))
     reference_lines(fig, hlines or [])
     if log_x:
-        fig.update_xaxes(type="log", **_log_ticks([x for xs, _ in series.values() for x in xs]))
+        fig.update_xaxes(type="log")
     if log_y:
-        fig.update_yaxes(type="log", **_log_ticks([y for _, ys in series.values() for y in ys]))
+        fig.update_yaxes(type="log")
     else:
         fig.update_yaxes(rangemode="tozero")  # a flat line near its value should not look like a cliff
     return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns)

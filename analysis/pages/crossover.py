@@ -15,33 +15,61 @@ PAGE = PageSpec(slug="crossover", title="Crossover", order=60)
 EXPERIMENT = "kv_crossover_v3"
 
 
+MUTED_LINE = "#94a3b8"  # architectures no run measured: context, drawn thin and grey
+
+
 def crossover_chart(rows: list[dict]):
-    """Tokens per request vs batch size, log-log, one line per architecture (formula, solid) and per run's
-    own model (measured, dashed); more lines than colours reuse a colour with a dotted line."""
-    series: dict[tuple[str, bool], tuple[list, list]] = {}
+    """Tokens per request vs batch size, log-log. The models a run measured stand out (their formula line
+    solid, each run's measurement dashed, in one colour per model, with the model's context limit dotted);
+    every other architecture is a thin grey line for context. Points past a model's context limit are
+    hollow: one request can never get there."""
+    highlighted = sorted({r["model"] for r in rows if r["source"] == "measured"})
+    colour = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(highlighted)}
+    series: dict[tuple, list[dict]] = {}
     for r in rows:
         if r["crossover_tokens"] is None:  # sliding windows cap the cache below the weights at this batch
             continue
         measured = r["source"] == "measured"
-        name = f"{r['model']} measured (run {r['run_id']})" if measured else r["model"]
-        xs, ys = series.setdefault((name, measured), ([], []))
-        xs.append(r["batch_size"])
-        ys.append(r["crossover_tokens"])
+        name = f"{r['model']} measured (run {r['run_id']})" if measured else f"{r['model']} (formula)"
+        series.setdefault((r["model"] not in colour, r["model"], measured, name), []).append(r)
     fig = go.Figure()
-    for i, ((name, measured), (xs, ys)) in enumerate(sorted(series.items())):
-        dash = "dash" if measured else ("solid" if i < len(PALETTE) else "dot")
-        fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines+markers",
-                                 line=dict(color=PALETTE[i % len(PALETTE)], dash=dash),
-                                 marker=dict(symbol="diamond" if measured else "circle")))
-    batches = sorted({x for xs, _ in series.values() for x in xs})
+    first_muted = True
+    for (muted, model, measured, name), rs in sorted(series.items()):
+        past = [r["max_positions"] is not None and r["crossover_tokens"] > r["max_positions"] for r in rs]
+        marker = dict(symbol=["circle-open" if p else ("diamond" if measured else "circle") for p in past])
+        if muted:  # one legend entry for all of them; the hover names each line
+            fig.add_trace(go.Scatter(
+                x=[r["batch_size"] for r in rs], y=[r["crossover_tokens"] for r in rs],
+                name="other architectures (formula)", text=[model] * len(rs),
+                hovertemplate="%{text}: %{y:,.0f} tokens at batch %{x}<extra></extra>",
+                mode="lines+markers", line=dict(color=MUTED_LINE, width=1), opacity=0.6,
+                marker=dict(marker, size=5), legendgroup="others", showlegend=first_muted))
+            first_muted = False
+        else:
+            fig.add_trace(go.Scatter(
+                x=[r["batch_size"] for r in rs], y=[r["crossover_tokens"] for r in rs], name=name,
+                mode="lines+markers", line=dict(color=colour[model], dash="dash" if measured else "solid", width=2.5),
+                marker=dict(marker, size=8)))
+    for model in highlighted:
+        limit = next((r["max_positions"] for r in rows if r["model"] == model and r["max_positions"]), None)
+        if limit:
+            fig.add_hline(y=limit, line_dash="dot", line_color=colour[model], line_width=1.5,
+                          annotation_text=f"{model} context limit {limit:,}", annotation_position="bottom right",
+                          annotation_font_color=colour[model])
+    batches = sorted({r["batch_size"] for rs in series.values() for r in rs})
     fig.update_xaxes(type="log", tickvals=batches, ticktext=[str(b) for b in batches])
     fig.update_yaxes(type="log")
     return make_chart(
         "crossover-by-batch", fig, "Tokens per request at which KV = weights, by batch size",
-        "For each architecture (formula, solid) and each run's own model (measured, dashed), the context length "
-        "per request at which the KV cache of the whole batch equals the weight bytes, against batch size. Both "
-        "axes are logarithmic: every line falls as 1/batch. Points missing at small batches mean a sliding "
-        "window caps the cache below the weights.", "batch size (requests)", "tokens per request")
+        "The context length per request at which the KV cache of the whole batch equals the weight bytes, "
+        "against batch size, both axes logarithmic: every line falls as 1/batch. In colour, the models a run "
+        "measured: the formula (solid), each run's measurement (dashed) and the model's context limit (dotted); "
+        "in grey, every other built-in architecture by the formula. Hollow points lie past the model's context "
+        "limit: one request can never get there. Points missing at small batches mean a sliding window caps the "
+        "cache below the weights.", "batch size (requests)", "tokens per request",
+        rows=[{k: r[k] for k in ("run_id", "model", "source", "batch_size", "crossover_tokens", "max_positions")}
+              for rs in series.values() for r in rs],
+        columns=["run_id", "model", "source", "batch_size", "crossover_tokens", "max_positions"])
 
 
 def gqa_note(batch1: list[dict]) -> dict | None:

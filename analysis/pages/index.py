@@ -1,5 +1,6 @@
-"""Overview: the headline findings (one sentence and one number each, linking to their evidence), the
-runs in the DB with their environment, what was skipped and why, and the claims ledger in one line."""
+"""Overview: where the evidence stands (which device classes the runs cover, what waits for a GPU), the
+headline findings (one sentence and one number each, linking to their evidence) kept apart from the
+demonstrations of a mechanism, a machine card per run, the runs table, and what was skipped and why."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +12,19 @@ from ._helpers import config_key
 
 PAGE = PageSpec(slug="index", title="Overview", order=0)
 
-HEADLINE_COLUMNS = ["run_id", "finding", "value", "unit", "page"]
+HEADLINE_COLUMNS = ["run_id", "finding", "value", "unit", "page"]  # and optionally `demonstration` (why)
+DEVICE_CLASSES = {"cuda": "GPU", "cpu": "CPU", "mps": "Apple GPU"}
+
+# The runs table: model and dtype first (what a reader compares), then where and how it ran. Columns that are
+# empty for every run are dropped.
+RUN_COLUMNS = [
+    ("run_id", "run", "int"), ("model", "model", "text"), ("dtype", "dtype", "text"),
+    ("device_name", "device", "text"), ("started_at", "started (UTC)", "text"), ("status", "status", "text"),
+    ("label", "label", "text"), ("gpu_memory_bytes", "GPU memory", "bytes"), ("driver_version", "driver", "text"),
+    ("cuda_version", "CUDA", "text"), ("torch_version", "torch", "text"),
+    ("transformers_version", "transformers", "text"), ("weights_random", "random weights", "bool"),
+    ("quick", "quick sweep", "bool"), ("n_ok", "ok", "int"), ("n_skipped", "skipped", "int"),
+    ("n_failed", "failed", "int"), ("duration_s", "duration (s)", "int")]
 
 
 def headlines(q, site) -> list[dict]:
@@ -26,17 +39,66 @@ def headlines(q, site) -> list[dict]:
         if h["run_id"] is not None and h["run_id"] not in site.run_ids:
             raise BuildError(f"analysis/queries/{h['query']}.sql: run_id {h['run_id']} is not in the runs table")
         h["page_order"] = order[slug]
+        h.setdefault("demonstration", None)
     return sorted(rows, key=lambda h: (h["page_order"], h["query"], h["run_id"] or 0, h["finding"]))
+
+
+@dataclass
+class Coverage:
+    """One device class the runs cover (CPU, GPU), with its devices and runs."""
+    kind: str
+    label: str
+    devices: list[str]
+    run_ids: list[int]
+
+
+def coverage(runs: list[dict]) -> list[Coverage]:
+    by_kind: dict[str, Coverage] = {}
+    for r in runs:
+        kind = r["device_kind"] or "unknown"
+        c = by_kind.setdefault(kind, Coverage(kind, DEVICE_CLASSES.get(kind, kind), [], []))
+        name = r["device_name"]
+        if name and kind == "cpu" and r["cpu_count"]:
+            name = f"{name} ({r['cpu_count']} logical CPUs)"  # a 2-CPU VM is not a server: say so up front
+        if name and name not in c.devices:
+            c.devices.append(name)
+        c.run_ids.append(r["run_id"])
+    return sorted(by_kind.values(), key=lambda c: (c.kind != "cuda", c.kind))
+
+
+def machine(run: dict) -> dict:
+    """A run's machine card: what a reader needs to judge and reproduce its numbers."""
+    def gib(v):
+        return None if v is None else f"{v / 2 ** 30:.1f} GiB"
+
+    cpu = run["cpu"] and (f"{run['cpu']}, {run['cpu_count']} logical CPUs" if run["cpu_count"] else run["cpu"])
+    gpu = run["gpu_name"] and ", ".join(x for x in (
+        (f"{run['gpu_count']} × " if (run["gpu_count"] or 0) > 1 else "") + run["gpu_name"],
+        gib(run["gpu_memory_bytes"]), run["driver_version"] and f"driver {run['driver_version']}",
+        run["cuda_version"] and f"CUDA {run['cuda_version']}") if x)
+    versions = ", ".join(f"{name} {v}" for name, v in (
+        ("torch", run["torch_version"]), ("transformers", run["transformers_version"]),
+        ("kvreport", run["kvreport_version"]), ("Python", run["python_version"])) if v)
+    weights = {True: "random (built from the config)", False: "real (downloaded)"}.get(run["weights_random"])
+    fields = [("CPU", cpu), ("memory", gib(run["host_memory_bytes"])), ("GPU", gpu or "none"), ("weights", weights),
+              ("OS", run["os"]), ("versions", versions), ("kvreport commit", run.get("kvreport_commit")),
+              ("started (UTC)", run["started_at"] and str(run["started_at"]))]
+    return {"run": run, "fields": [(k, v) for k, v in fields if v], "command": run["command_line"]}
 
 
 @dataclass
 class OverviewPage:
     runs: list[dict]
-    groups: list[dict]        # one per configuration: its latest run and that run's headline findings
+    run_columns: list[tuple]  # RUN_COLUMNS less those empty for every run
+    coverage: list[Coverage]
+    has_gpu: bool
+    groups: list[dict]        # per configuration: its latest run, findings and demonstrations
     general: list[dict]       # headlines not tied to a run
+    machines: list[dict]      # one card per run, newest first
     skips: list[dict]
-    statuses: list[dict]
     n_claims: int
+    n_verdicts: int
+    n_pending: int            # GPU measurements with only CPU evidence
     verdicts: list[tuple[str, int]]
     devices: list[str]
     models: list[str]
@@ -60,9 +122,9 @@ def context(q, site) -> OverviewPage:
     groups = []
     for key, run in sorted(latest.items(), key=lambda kv: -kv[1]["run_id"]):
         items = [h for h in rows if h["run_id"] == run["run_id"]]
-        groups.append({"run": run, "label": site.run_label(run["run_id"]), "findings": items,
-                       "older": n_runs[key] - 1})
-    general = [h for h in rows if h["run_id"] is None]
+        groups.append({"run": run, "label": site.run_label(run["run_id"]),
+                       "findings": [h for h in items if not h["demonstration"]],
+                       "demos": [h for h in items if h["demonstration"]], "older": n_runs[key] - 1})
 
     # What did not run, once per (experiment, status, reason), with the runs it hit.
     skipped: dict[tuple, list[int]] = {}
@@ -72,10 +134,15 @@ def context(q, site) -> OverviewPage:
     skips = [{"experiment": e, "status": st, "reason": reason, "runs": ", ".join(str(i) for i in sorted(ids)),
               "n_runs": len(ids)} for (e, st, reason), ids in sorted(skipped.items())]
 
-    claims = _claims.ledger(q, site) if site.has_page("claims") else []
-    verdicts = _claims.verdict_counts(_claims.current(claims, site))
-    devices = sorted({r["device_name"] for r in runs if r["device_name"]})
-    models = sorted({r["model"] for r in runs if r["model"]})
-    return OverviewPage(runs=runs, groups=groups, general=general, skips=skips, statuses=statuses,
-                        n_claims=len({c["claim_id"] for c in claims}), verdicts=verdicts, devices=devices,
-                        models=models)
+    claims = _claims.current(_claims.ledger(q, site), site) if site.has_page("claims") else []
+    cov = coverage(runs)
+    return OverviewPage(
+        runs=runs, run_columns=[c for c in RUN_COLUMNS if any(r[c[0]] is not None for r in runs)],
+        coverage=cov, has_gpu=any(c.kind == "cuda" for c in cov), groups=groups,
+        general=[h for h in rows if h["run_id"] is None],
+        machines=[machine(r) for r in sorted(runs, key=lambda r: -r["run_id"])], skips=skips,
+        n_claims=len({c["claim_id"] for c in claims}), n_verdicts=len(claims),
+        n_pending=sum(c["verdict"] == _claims.GPU_PENDING for c in claims),
+        verdicts=_claims.verdict_counts(claims),
+        devices=sorted({r["device_name"] for r in runs if r["device_name"]}),
+        models=sorted({r["model"] for r in runs if r["model"]}))

@@ -1,4 +1,6 @@
 -- Headline: the serving-engine line at the longest sequence length each run measured, and what stopped it.
+-- On a CPU the ceiling is a safety limit the run chose, so the count shows the mechanism, not a capacity:
+-- `demonstration` says so (the overview files such headlines apart from the findings).
 WITH longest AS (
   SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC) AS rn
   FROM kv_capacity_v3 WHERE bytes_per_request IS NOT NULL
@@ -13,7 +15,8 @@ SELECT l.run_id,
               CASE l.stop_reason WHEN 'cap' THEN 'request cap' WHEN 'time' THEN 'time budget'
                                  WHEN 'ceiling' THEN 'memory ceiling' WHEN 'oom' THEN 'out-of-memory error'
                                  ELSE l.stop_reason END) AS finding,
-       l.max_concurrency::DOUBLE AS value, 'requests' AS unit, 'pressure.html' AS page
+       l.max_concurrency::DOUBLE AS value, 'requests' AS unit, 'pressure.html' AS page,
+       CASE WHEN r.device_kind <> 'cuda' THEN 'the ceiling is a CPU safety limit chosen by the run, not a device''s memory' END AS demonstration
 FROM longest l JOIN runs r USING (run_id)
 WHERE l.rn = 1
 ORDER BY l.run_id;

@@ -69,6 +69,43 @@
     nav.scrollLeft = here.offsetLeft - nav.offsetLeft - (nav.clientWidth - here.offsetWidth) / 2;
   }
 
+  // Long tables (class "sortable", more than 15 rows) sort by any column: each header is a button, so a
+  // click, Enter or Space sorts; aria-sort tells screen readers the order. Numbers sort by their value
+  // (data-sort), the rest as text; empty cells ("–") go last either way.
+  function cellKey(row, i) {
+    var cell = row.cells[i];
+    if (!cell) { return null; }
+    if (cell.hasAttribute("data-sort")) { return parseFloat(cell.getAttribute("data-sort")); }
+    var text = cell.textContent.trim();
+    return text === "–" || text === "" ? null : text.toLowerCase();
+  }
+  function sortBy(table, i, th) {
+    var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+    var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+    rows.sort(function (a, b) {
+      var x = cellKey(a, i), y = cellKey(b, i);
+      if (x === null || y === null) { return (x === null) - (y === null); }
+      if (typeof x === "number" && typeof y === "number") { return dir * (x - y); }
+      return dir * String(x).localeCompare(String(y), undefined, { numeric: true });
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+  }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    if (!table.tHead || !table.tBodies.length) { return; }
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "sort";
+      button.textContent = th.textContent;
+      button.title = "Sort by " + th.textContent;
+      button.addEventListener("click", function () { sortBy(table, i, th); });
+      th.textContent = "";
+      th.appendChild(button);
+    });
+  });
+
   drawAll();
   if (query && query.addEventListener) { query.addEventListener("change", drawAll); }
 })();
