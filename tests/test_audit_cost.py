@@ -266,3 +266,28 @@ def test_whatif_prices_the_achievable_pcer_against_no_caching(tmp_path):
     assert s["whatif_stable_usd"] == pytest.approx(ws + xs)
     assert s["whatif_calls"] == 4 and s["whatif_reason"] is None
     assert s["whatif_achievable_pcer"] == pytest.approx((p["w"] * 60 + p["x"] * 60) / 120)
+
+
+def test_audit_page_shows_costs_whatif_chart_and_snapshot_date(tmp_path, fixture_db):
+    import shutil
+
+    from kvreport.analysis.site import build_site
+
+    db = tmp_path / "kvreport.duckdb"
+    shutil.copyfile(fixture_db, db)  # real runs (the site needs them), migrated to this schema by the audit
+    log = _write(tmp_path / "openai.jsonl", [
+        _openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 1000, 900, 20),
+        _openai("s1", "2025-06-02T10:01:00Z", "acme-9000", 1000, 0, 10),
+    ])
+    s = execute([log], db=db, echo=lambda *_: None, gpu_hour_price=2.0)
+    build_site(db, tmp_path / "site")
+    page = (tmp_path / "site" / "audit.html").read_text()
+    detail = page[page.index(f'id="detail-{s["audit_id"]}"'):]
+    assert "$0.00158 for 1 priced calls" in detail            # 0.001575 at three significant digits
+    assert "acme-9000 (openai): 1 calls" in detail              # listed, not priced
+    assert f'audit-{s["audit_id"]}-cost-by-model' in detail       # the chart
+    assert "What-if savings beside PCER" in detail and "not computed: no message content" in detail
+    footer = page[page.index("<footer"):]
+    assert f"snapshot of {s['price_snapshot_date']} ({s['audit_id']}" in footer
+    claims = (tmp_path / "site" / "claims.html").read_text()
+    assert "55% reduction in API bills" in claims

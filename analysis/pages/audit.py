@@ -5,7 +5,7 @@ Every string from a log (session ids, instruction text, prompt snippets) is untr
 autoescape it and charts entity-escape it (analysis/charts.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvreport.analysis import charts
 from kvreport.analysis.site import PageSpec
@@ -86,7 +86,41 @@ def _detail(q, a: dict) -> dict:
                                  "broken_pairs", "diverge_in"])
     else:
         d["bloat_chart"] = None
+    d.update(_cost(q, a))
     return d
+
+
+COST_PARTS = (("input_cost_usd", "uncached input"), ("cache_read_cost_usd", "cache reads"),
+              ("cache_write_cost_usd", "cache writes"), ("output_cost_usd", "output"))
+
+
+def _cost(q, a: dict) -> dict:
+    """The audit's bill (issue 18): totals, what-if savings, and the cost of each model by token class."""
+    aid = a["audit_id"]
+    models = q("audit_cost_models", audit_id=aid)
+    priced = [r for r in models if r["cost_usd"] is not None]
+    chart = None
+    if priced:
+        names = [f"{r['model']} ({r['provider']})" for r in priced]
+        chart = charts.bars(
+            _cid(aid, "cost-by-model"), {label: (names, [r[key] for r in priced]) for key, label in COST_PARTS},
+            "Cost by model",
+            "US dollars each model's calls cost, split into uncached input, cache reads, cache writes and output, "
+            "at the rates in the table below (models no price table knows are listed there, not charted).",
+            "model", "USD", stacked=True,
+            rows=models, columns=["model", "provider", "priced_as", "n_calls", "input_tokens", "cached_input_tokens",
+                                  "cache_write_tokens", "output_tokens", "cost_usd", *(k for k, _ in COST_PARTS),
+                                  "input_usd_mtok", "cache_read_usd_mtok", "output_usd_mtok", "note"])
+    return {"cost": q.one("audit_cost", audit_id=aid), "cost_models": models, "cost_chart": chart}
+
+
+def _price_snapshots(audits: list[dict]) -> list[dict]:
+    """Which price snapshot priced which audits, for the page footer."""
+    seen: dict[tuple, list[str]] = {}
+    for a in audits:
+        if a.get("price_snapshot_date") is not None:
+            seen.setdefault((a["price_source"], a["price_snapshot_date"]), []).append(a["audit_id"])
+    return [dict(source=s, date=d, audits=ids) for (s, d), ids in seen.items()]
 
 
 def _prefix(q) -> dict:
@@ -120,9 +154,10 @@ class AuditPage:
     prefix_totals: list[dict]
     evict: list[dict]
     prefix_chart: object | None
+    price_snapshots: list[dict] = field(default_factory=list)  # footer: the price data each audit used
 
 
 def context(q, site) -> AuditPage:
     audits = q("audit_list")
     details = [_detail(q, a) for a in _featured(audits)]
-    return AuditPage(audits=audits, details=details, **_prefix(q))
+    return AuditPage(audits=audits, details=details, **_prefix(q), price_snapshots=_price_snapshots(audits))

@@ -5,6 +5,6 @@ SELECT audit_id, run_id, created_at, sources, format, model, kv_bytes_per_token,
        overall_pcer, overall_spor, spor_coverage, spor_reason, leakage_index, leakage_reason, idle_timeout_s,
        kv_byte_seconds, idle_kv_byte_seconds, window_start, window_end, memory_bytes, memory_source, tokenizer,
        spor_max, kv_max_bytes, kv_max_bytes / 1e6 AS kv_max_mb, n_spor_warnings, n_kv_warnings, content_calls,
-       bloat_reason
+       bloat_reason, cost_usd, priced_calls, unpriced_calls, price_source, price_snapshot_date
 FROM audits
 ORDER BY run_id IS NOT NULL, run_id DESC, created_at DESC, audit_id;
