@@ -10,7 +10,9 @@ import torch
 
 from kvreport.runner import ceilings
 from kvreport.runner.experiments import RunContext, Skip
-from kvreport.runner.experiments import kv_compact_v2 as kc
+from kvreport.runner import compaction as kc
+from kvreport.runner import decode_step
+from kvreport.runner.experiments import kv_compact_v2
 from kvreport.runner.experiments import kv_decode_cost_v2 as kd
 from kvreport.runner.experiments import kv_frag_v2 as kf
 from kvreport.runner.frag_child import plan
@@ -99,44 +101,101 @@ def test_workload_shapes():
 
 def test_compaction_run_rows():
     ctx = ctx_for("tiny-llama-gqa", copy_roof_gbs=10.0, peak_gbs=None)
-    rows = kc.run(ctx).tables["kv_compact_v2"]
+    result = kv_compact_v2.run(ctx)
+    rows = result.tables["kv_compact_v2"]
+    # On the CPU the Triton methods are skipped with their reason, in every row and in the summary.
     assert {r["method"] for r in rows} == {"naive", "batched"}
     assert len(rows) == 2 * len(kc.CPU_TARGETS_QUICK)
+    assert all("triton" in r["skipped_methods"] and "GPUs only" in r["skipped_methods"] for r in rows)
+    assert any(line.startswith("compaction triton skipped") for line in result.summary)
     shape = kv_shape(ctx.config)
+    roofs = {(r["op"], r["bytes"]): r for r in result.tables["roof_curve"]}
     for r in rows:
         assert r["correct"]
         assert r["bytes_moved"] == 2 * r["kv_bytes"] == 2 * r["n_requests"] * r["seq_len"] * shape.bytes_per_token(4)
-        assert r["pct_of_roof"] == pytest.approx(r["gbs"] / 10.0)
+        # every share of roof divides by the copy roof measured at exactly this size, stored beside it
+        roof = roofs["copy", r["bytes_moved"]]
+        assert r["roof_gbs"] == roof["gbs"] and r["pct_of_roof"] == pytest.approx(r["gbs"] / roof["gbs"])
+        assert r["over_roof"] == (r["pct_of_roof"] > 1.05)
         assert r["pct_of_peak"] is None
         assert r["p25_ms"] <= r["time_ms"] <= r["p75_ms"]
+        assert r["host_ms"] == r["time_ms"] and r["dispatch_hidden"] is None  # the CPU: one clock
         assert r["launches"] == (2 * shape.n_layers if r["method"] == "naive" else 1)
+        assert r["dram_sized"] == (r["bytes_moved"] >= 4 * r["llc_bytes"])
     assert max(r["kv_bytes"] for r in rows) > 10e6 and min(r["kv_bytes"] for r in rows) < 1e6
+    assert any(r["dram_sized"] for r in rows)  # the quick run has a DRAM-sized point (>= 4x LLC)
 
 
 # --- decode -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama-gqa"])
-def test_decode_growth_equals_batch_times_formula(model):
+def test_decode_modes_and_their_bytes(model):
     ctx = ctx_for(model, copy_roof_gbs=10.0, peak_gbs=None)
     with torch.inference_mode():
-        rows = kd.run(ctx).tables["kv_decode_cost_v2"]
+        result = kd.run(ctx)
+    rows = result.tables["kv_decode_cost_v2"]
     per_token = kv_shape(ctx.config).bytes_per_token(4)
-    assert len(rows) == len(kd.sweep(ctx)) == 4
+    assert len(rows) == 2 * len(kd.sweep(ctx)) == 8  # eager and static per shape; graph needs CUDA
+    assert {r["mode"] for r in rows} == {"eager", "static"}
+    assert all("graph: CUDA graphs need a CUDA device" in r["skipped_modes"] for r in rows)
+    roofs = {(r["op"], r["bytes"]): r for r in result.tables["roof_curve"]}
     for r in rows:
-        assert r["kv_growth_bytes"] == r["batch_size"] * per_token == r["expected_growth_bytes"]
+        prefix_kv = r["batch_size"] * r["prefix_len"] * per_token
+        assert r["kv_growth_bytes"] == r["batch_size"] * per_token == r["expected_growth_bytes"] == r["kv_write_bytes"]
         assert r["growth_match"]
-        assert r["kv_bytes"] == r["batch_size"] * r["prefix_len"] * per_token
-        assert r["bytes_read"] == r["weight_bytes"] + r["kv_bytes"]
+        assert r["kv_bytes"] == prefix_kv
+        assert r["kv_read_bytes"] == prefix_kv + r["kv_write_bytes"]  # attention covers the new token too
+        assert r["bytes_read"] == r["weight_bytes"] + r["kv_read_bytes"]
+        # eager's torch.cat re-reads the prefix and writes it one token longer; static writes in place
+        assert r["recopy_bytes"] == (2 * prefix_kv + r["kv_write_bytes"] if r["mode"] == "eager" else 0)
+        assert r["bytes_moved"] == r["bytes_read"] + r["kv_write_bytes"] + r["recopy_bytes"]
         assert r["achieved_gbs"] == pytest.approx(r["bytes_read"] / (r["step_ms"] * 1e-3) / 1e9)
-        assert r["pct_of_roof"] == pytest.approx(r["achieved_gbs"] / 10.0)
-        assert r["n"] == 8 and r["restore_method"] in ("crop", "deepcopy")
+        roof = roofs["read", r["bytes_read"]]  # the read roof at exactly the bytes the step reads
+        assert r["pct_of_roof"] == pytest.approx(r["achieved_gbs"] / roof["gbs"])
+        assert r["bandwidth_floor_ms"] == pytest.approx((r["bytes_read"] + r["kv_write_bytes"]) / roof["gbs"] / 1e6)
+        assert r["n"] == 8 and r["restore_method"] in ("crop", "deepcopy", "static")
+        assert r["overhead_ms"] is None  # not separable on the CPU
+
+
+@pytest.mark.parametrize("mode", ["eager", "static"])
+def test_decoders_compute_the_same_steps_after_every_reset(mode):
+    ctx = ctx_for("tiny-llama-gqa")
+    with torch.inference_mode():
+        prefix, step = ctx.input_ids(2, 20), ctx.input_ids(2, 1)
+        _, ref_cache = forward_with_cache(ctx.model, prefix)
+        for _ in range(3):
+            ref, ref_cache = forward_with_cache(ctx.model, step, ref_cache)
+        dec = decode_step.make_decoder(mode, ctx.model, prefix, step, steps=3)
+        for _ in range(3):  # without the reset the third call would attend over 26 tokens, not 23
+            dec.reset()
+            dec()
+            assert torch.allclose(dec.logits, ref, atol=1e-5), mode
+    if mode == "static":  # sized to exactly the steps: the attention reads 23 tokens, 3 times
+        assert dec.max_len == 23 and dec.kv_read_bytes() == 3 * dec.buffer_bytes
+
+
+def test_static_step_has_no_host_sync():
+    """What a CUDA graph capture needs, checked on the CPU: the static step never turns a tensor into a
+    Python number (the eager one may; it is never captured)."""
+    ctx = ctx_for("tiny-gpt2")
+    with torch.no_grad():  # not inference_mode: its tensors bypass the dispatch mode that watches
+        dec = decode_step.make_decoder("static", ctx.model, ctx.input_ids(2, 16), ctx.input_ids(2, 1))
+        assert decode_step.host_syncs(dec) == []
+        # the watch does see a sync: the (untimed) reset reads the cache's device-side length
+        assert decode_step.host_syncs(dec.reset) != []
+
+
+def test_graph_mode_is_skipped_on_cpu_with_reason():
+    ctx = ctx_for("tiny-gpt2")
+    with pytest.raises(decode_step.ModeUnavailable, match="CUDA graphs need a CUDA device"):
+        decode_step.make_decoder("graph", ctx.model, ctx.input_ids(1, 8), ctx.input_ids(1, 1))
 
 
 def test_restorer_brings_the_cache_back_to_the_prefix():
     ctx = ctx_for("tiny-gpt2")
     with torch.inference_mode():
         _, cache = forward_with_cache(ctx.model, ctx.input_ids(2, 20))
-        rest = kd.Restorer(cache, 20)
+        rest = decode_step.Restorer(cache, 20)
         for _ in range(3):
             forward_with_cache(ctx.model, ctx.input_ids(2, 1), rest.cache)
             assert cache_seq_len(rest.cache) == 21

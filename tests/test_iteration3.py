@@ -161,37 +161,45 @@ def test_threaded_both_reraises_a_failed_compaction(tiny):
     def broken():
         raise RuntimeError("gather failed")
 
-    variants, concurrency = interference._variants(make_ctx(tiny), broken, lambda: None)
+    variants, concurrency, _, _ = interference._variants(make_ctx(tiny), broken, lambda: None)
     assert concurrency == "threads"
     with pytest.raises(RuntimeError, match="gather failed"):
         variants["both"]()
 
 
-def test_interference_runs_on_cpu_with_threads(tiny, monkeypatch):
-    monkeypatch.setitem(interference.COMPACT_LIVE_BYTES, ("cpu", True), 2 << 20)
+def test_interference_runs_on_cpu_with_threads(tiny):
     ctx = make_ctx(tiny)
-    ctx.shared.update(copy_roof_gbs=10.0, peak_gbs=None)  # skip the roof measurement: not under test here
+    ctx.shared.update(copy_roof_gbs=10.0, peak_gbs=None)  # skip the headline roof: not under test here
     with torch.inference_mode():
         result = interference.run(ctx)
     rows = {r["mode"]: r for r in result.tables["kv_interference_v3"]}
     assert set(rows) == {"compact", "decode", "both"}
     assert all(r["concurrency"] == "threads" and r["correct"] for r in rows.values())
+    assert all(r["decode_mode"] == "static" for r in rows.values())  # the fastest mode the CPU has
     assert rows["both"]["bytes_moved"] == rows["compact"]["bytes_moved"] + rows["decode"]["bytes_moved"]
     assert rows["decode"]["decode_bytes"] >= rows["decode"]["decode_steps"] * tiny.step_weight_bytes()
     assert len({r["n"] for r in rows.values()}) == 1
     assert interference.MIN_REPEATS <= rows["both"]["n"] <= interference.DECODE["cpu", True][4]
     assert rows["both"]["bound_ms"] >= max(rows["compact"]["time_ms"], rows["decode"]["time_ms"])
+    both = rows["both"]
+    assert both["balance_ratio"] == pytest.approx(rows["compact"]["time_ms"] / rows["decode"]["time_ms"])
+    assert both["balanced"] == (0.5 <= both["balance_ratio"] <= 2.0)
+    assert both["decode_inflation"] == pytest.approx(both["decode_in_both_ms"] / rows["decode"]["time_ms"])
+    assert both["compact_bw_lost"] == pytest.approx(1 - rows["compact"]["time_ms"] / both["compact_in_both_ms"])
+    roofs = {(r["op"], r["bytes"]): r["gbs"] for r in result.tables["roof_curve"]}
+    assert all(r["roof_gbs"] == roofs["copy", r["bytes_moved"]] for r in rows.values())
 
 
-def test_decode_loop_restores_the_prefix(tiny):
-    from kvreport.runner.kv_cache import cache_seq_len
+@pytest.mark.parametrize("ms_per_mib, decode_ms", [(1.0, 3.0), (0.25, 6.0), (5.0, 0.5)])
+def test_compaction_is_sized_to_the_decode_part(tiny, ms_per_mib, decode_ms):
+    """A gather whose time grows with its size (plus a fixed launch cost) is sized to land within the
+    0.5-2x balance of the decode part, from any pilot size."""
+    def fake_gather(w):
+        return 0.02 + ms_per_mib * w.kv_bytes / 2**20
 
-    with torch.inference_mode():
-        loop = interference.DecodeLoop(make_ctx(tiny), batch=2, prefix=16, steps=3)
-        loop()
-        assert cache_seq_len(loop.cache) == 19
-        loop.reset()
-        assert cache_seq_len(loop.cache) == 16 and cache_seq_len(loop.prefix_cache) == 16
+    work, ms = interference.balanced_workload(make_ctx(tiny), decode_ms, time_gather=fake_gather)
+    assert ms == fake_gather(work)
+    assert 0.5 <= ms / decode_ms <= 2.0
 
 
 # --- crossover ------------------------------------------------------------------------------------
@@ -291,9 +299,7 @@ def site(tmp_path_factory, tiny):
 
     tmp = tmp_path_factory.mktemp("it3")
     db = tmp / "k.duckdb"
-    with pytest.MonkeyPatch.context() as mp:  # a small pool: the page, not the bandwidth, is under test
-        mp.setitem(interference.COMPACT_LIVE_BYTES, ("cpu", True), 2 << 20)
-        execute("tiny-gpt2", "cpu", "auto", ["3"], True, db, echo=lambda *a, **k: None)
+    execute("tiny-gpt2", "cpu", "auto", ["3"], True, db, echo=lambda *a, **k: None)
     with Store(db) as store:
         run_id = store.begin_run({"device_kind": "cuda", "device_name": "Synthetic GPU", "model": "gpt2",
                                   "dtype": "float16", "weights_random": True, "quick": True, "iterations": "3"})

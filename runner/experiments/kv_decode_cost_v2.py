@@ -1,34 +1,32 @@
 """Iteration 2 (decode): the cost of one decode step (one new token per sequence) on a prefilled cache,
-across prefix lengths and batch sizes, against the device's ceilings.
+across prefix lengths and batch sizes, in three modes (runner/decode_step.py), decomposed.
 
-Per shape: one prefill, then timed single-token steps; between repeats the cache is cut back to the
-prefix (DynamicCache.crop with a negative count, which 4.4x and 5.x all accept; a deep copy of the
-prefilled cache where crop is missing or misbehaves), so every repeat sees the same prefix length.
-
-What the step must read at least: every weight once (an input embedding not tied to the output layer is
-only looked up, so it is left out) plus the whole KV prefix once (attention). That over
-the median step time is the achieved bandwidth. The seed read "step cost varies 3.0% from prefix 64 to
-512" as "decode is DRAM-bandwidth-bound"; flat step cost is just as consistent with a step dominated by
-kernel launches and Python overhead. The discriminating test is the bandwidth floor: weights / copy roof.
-A bandwidth-bound step sits near that floor; a launch-bound one sits far above it (and its time also
-barely moves with batch, so batch scaling alone does not decide it either).
-Note: transformers' DynamicCache appends with torch.cat, which also re-reads and re-writes the prefix
-every step; that traffic is real but an artefact of the cache layout, so it is not counted in bytes_read.
+- eager: transformers' DynamicCache (the seed's setup, the headline); static: a preallocated StaticCache,
+  no graph (runs on the CPU too); graph: the static step replayed from a CUDA graph (CUDA only, else
+  recorded as skipped with the reason). Between timed calls the cache goes back to the prefix (untimed).
+- Times: `step_ms` is the device's busy time for the step (GPU samples exclude host dispatch, see
+  runner/timing.py), `host_ms` the host wall time per call; on a GPU their difference (`overhead_ms`) is
+  what launches and Python add per step. On the CPU the two are one measurement.
+- Bytes a step must move: every weight it streams (an untied input embedding is only looked up, so it is
+  left out), the KV the attention reads (prefix + the new token; the whole preallocated buffer for a
+  static cache), the new token's KV written (`kv_write_bytes`), and, for eager, the torch.cat re-copy of
+  the cache (`recopy_bytes`: real traffic the layout forces, not needed by the computation).
+  `bytes_read` (weights + KV read) over the step time is the achieved bandwidth, set against the `read`
+  roof at the same size (runner/ceilings.py). `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
+  a bandwidth-bound step sits near it, a launch-bound one far above it, whatever its prefix-flatness.
 """
 from __future__ import annotations
 
-import copy
-
 from . import Result, RunContext
-from ..ceilings import roof_and_peak
-from ..kv_cache import cache_bytes, cache_seq_len, forward_with_cache
+from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
+from ..decode_step import MODES, ModeUnavailable, make_decoder
 from ..kv_formula import kv_shape
-from ..timing import time_fn
+from ..timing import gbs, time_fn
 
 NAME = "kv_decode_cost_v2"
 ITERATION = 2
 ORDER = 20
-TABLES = ("kv_decode_cost_v2",)
+TABLES = ("kv_decode_cost_v2", "roof_curve")
 # pct_of_peak / pct_of_roof are fractions (0.42 = 42%), like every ratio kvreport stores.
 
 
@@ -39,65 +37,32 @@ def sweep(ctx: RunContext) -> list[tuple[int, int]]:
     return [(p, b) for b in batches for p in prefixes if ctx.fits(p + 1)]
 
 
-class Restorer:
-    """Brings a cache back to its prefilled length between timed steps."""
-
-    def __init__(self, cache, prefix_len: int):
-        self.prefix_len = prefix_len
-        self.cache = cache
-        self.method = "crop"
-        self._pristine = None
-
-    def use_copies(self):
-        self.method = "deepcopy"
-        self._pristine = copy.deepcopy(self.cache)
-
-    def restore(self):
-        if self.method == "deepcopy":
-            self.cache = copy.deepcopy(self._pristine)
-            return
-        extra = cache_seq_len(self.cache) - self.prefix_len
-        if extra > 0:
-            self.cache.crop(-extra)  # negative = tokens to remove: the one spelling every release accepts
-        if cache_seq_len(self.cache) != self.prefix_len:
-            raise RuntimeError(f"crop left {cache_seq_len(self.cache)} tokens, expected {self.prefix_len}")
-
-
-def measure(ctx: RunContext, prefix_len: int, batch: int, weight_bytes: int, roof: float, peak: float | None,
+def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_bytes: int, peak: float | None,
             warmup: int, repeats: int) -> dict:
+    """One row: `mode` at (prefix_len, batch). Raises ModeUnavailable when the mode cannot run here."""
     shape = kv_shape(ctx.config)
-    model = ctx.model
-    _, cache = forward_with_cache(model, ctx.input_ids(batch, prefix_len))
-    step_ids = ctx.input_ids(batch, 1)
-    rest = Restorer(cache, prefix_len)
-    if not hasattr(cache, "crop"):  # legacy tuple caches are immutable: reusing the tuple is a restore
-        rest.use_copies()
-    kv_bytes = cache_bytes(rest.cache)
-    # Growth of one step, from the tensors themselves (untimed).
-    _, grown = forward_with_cache(model, step_ids, rest.cache)
-    growth = cache_bytes(grown) - kv_bytes
-    del grown
-    if rest.method == "crop":
-        try:
-            rest.restore()
-        except Exception:  # noqa: BLE001 - a cache class without a working negative crop: copy instead
-            _, rest.cache = forward_with_cache(model, ctx.input_ids(batch, prefix_len))
-            rest.use_copies()
+    dec = make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix_len), ctx.input_ids(batch, 1), steps=1)
     expected = shape.cache_bytes(prefix_len + 1, batch, ctx.dtype_bytes) - shape.cache_bytes(
         prefix_len, batch, ctx.dtype_bytes)
-
-    t = time_fn(lambda: forward_with_cache(model, step_ids, rest.cache), ctx.device, warmup=warmup,
-                repeats=repeats, setup=rest.restore)
-    bytes_read = weight_bytes + kv_bytes
-    achieved = bytes_read / (t.median_ms * 1e-3) / 1e9
+    t = time_fn(dec, ctx.device, warmup=warmup, repeats=repeats, setup=dec.reset)
+    kv_read = dec.kv_read_bytes()
+    bytes_read = weight_bytes + kv_read
+    recopy = dec.recopy_bytes()
+    achieved = gbs(bytes_read, t.median_ms)
+    roof = pct_of_roof(ctx, "read", bytes_read, achieved)
+    host = t.host or t
     return {
-        "prefix_len": prefix_len, "batch_size": batch, "step_ms": t.median_ms, "p25_ms": t.p25_ms,
-        "p75_ms": t.p75_ms, "n": t.n, "spread_wide": t.wide, "kv_growth_bytes": growth,
-        "expected_growth_bytes": expected, "growth_match": growth == expected, "bytes_read": bytes_read,
-        "achieved_gbs": achieved, "pct_of_peak": achieved / peak if peak else None,
-        "pct_of_roof": achieved / roof, "weight_bytes": weight_bytes, "kv_bytes": kv_bytes,
-        "roof_gbs": roof, "peak_gbs": peak, "weights_floor_ms": weight_bytes / roof / 1e6,
-        "bandwidth_floor_ms": bytes_read / roof / 1e6, "restore_method": rest.method,
+        "mode": mode, "prefix_len": prefix_len, "batch_size": batch, "step_ms": t.median_ms, "p25_ms": t.p25_ms,
+        "p75_ms": t.p75_ms, "n": t.n, "spread_wide": t.wide, **t.host_columns(),
+        "kv_growth_bytes": dec.growth_bytes, "expected_growth_bytes": expected,
+        "growth_match": dec.growth_bytes == expected, "bytes_read": bytes_read, "achieved_gbs": achieved,
+        "pct_of_peak": achieved / peak if peak else None, **roof, "weight_bytes": weight_bytes,
+        "kv_bytes": dec.kv_bytes, "kv_read_bytes": kv_read, "kv_write_bytes": dec.growth_bytes,
+        "recopy_bytes": recopy, "bytes_moved": bytes_read + dec.growth_bytes + recopy, "peak_gbs": peak,
+        "weights_floor_ms": weight_bytes / roof["roof_gbs"] / 1e6,
+        "bandwidth_floor_ms": (bytes_read + dec.growth_bytes) / roof["roof_gbs"] / 1e6,
+        "overhead_ms": host.median_ms - t.median_ms if ctx.is_cuda else None,
+        "restore_method": dec.restore_method, "roof_basis": "same-size read roof",
     }
 
 
@@ -113,25 +78,49 @@ def _fits_memory(ctx: RunContext, prefix_len: int, batch: int) -> bool:
 
 
 def run(ctx: RunContext) -> Result:
-    roof, peak = roof_and_peak(ctx)
+    _, peak = roof_and_peak(ctx)
     weight_bytes = ctx.loaded.step_weight_bytes()  # what a step streams (untied input embedding excluded)
     warmup, repeats = (5, 30) if ctx.is_cuda else ((2, 8) if ctx.quick else (2, 11))
-    rows = []
+    rows, skipped = [], {}
     for prefix_len, batch in sweep(ctx):
         if not _fits_memory(ctx, prefix_len, batch):
             ctx.progress(f"skip prefix={prefix_len} batch={batch}: does not fit in free memory")
             continue
-        ctx.progress(f"decode step prefix={prefix_len} batch={batch}")
-        rows.append(measure(ctx, prefix_len, batch, weight_bytes, roof, peak, warmup, repeats))
-    summary = []
+        for mode in MODES:
+            if mode in skipped:
+                continue
+            ctx.progress(f"decode step {mode} prefix={prefix_len} batch={batch}")
+            try:
+                rows.append(measure(ctx, mode, prefix_len, batch, weight_bytes, peak, warmup, repeats))
+            except ModeUnavailable as why:
+                skipped[mode] = str(why)
+    note = "; ".join(f"{m}: {why}" for m, why in skipped.items()) or None
+    for r in rows:
+        r["skipped_modes"] = note
+    if not rows:
+        raise RuntimeError("no decode shape fits in free memory")
+    return Result({"kv_decode_cost_v2": rows, "roof_curve": new_roof_rows(ctx)}, summarize(rows, skipped))
+
+
+def summarize(rows: list[dict], skipped: dict[str, str]) -> list[str]:
+    out = []
     for b in sorted({r["batch_size"] for r in rows}):
-        rs = [r for r in rows if r["batch_size"] == b]
-        times = [r["step_ms"] for r in rs]
-        summary.append(
-            f"decode batch {b}: {min(times):.2f}-{max(times):.2f} ms over prefix "
-            f"{rs[0]['prefix_len']}-{rs[-1]['prefix_len']} ({(max(times) - min(times)) / min(times):.1%} variation); "
-            f"{rs[0]['pct_of_roof']:.1%} of the copy roof, {rs[0]['step_ms'] / rs[0]['weights_floor_ms']:.1f}x "
-            f"the weights-only bandwidth floor")
-    n_match = sum(r["growth_match"] for r in rows)
-    summary.append(f"decode KV growth per step matches batch x formula in {n_match}/{len(rows)} shapes")
-    return Result({"kv_decode_cost_v2": rows}, summary)
+        eager = [r for r in rows if r["batch_size"] == b and r["mode"] == "eager"]
+        if not eager:
+            continue
+        times = [r["step_ms"] for r in eager]
+        first = eager[0]
+        others = ", ".join(f"{r['mode']} {r['step_ms']:.2f} ms ({r['step_ms'] / r['bandwidth_floor_ms']:.0f}x floor)"
+                           for r in rows if r["batch_size"] == b and r["prefix_len"] == first["prefix_len"]
+                           and r["mode"] != "eager")
+        out.append(
+            f"decode batch {b}, eager: {min(times):.2f}-{max(times):.2f} ms over prefix {eager[0]['prefix_len']}-"
+            f"{eager[-1]['prefix_len']} ({(max(times) - min(times)) / min(times):.1%} variation); at prefix "
+            f"{first['prefix_len']} {first['step_ms']:.2f} ms = {first['pct_of_roof']:.1%} of the same-size read "
+            f"roof, {first['step_ms'] / first['bandwidth_floor_ms']:.0f}x the bandwidth floor"
+            + (f"; {others}" if others else ""))
+    eager = [r for r in rows if r["mode"] == "eager"]
+    n_match = sum(r["growth_match"] for r in eager)
+    out.append(f"decode KV growth per step matches batch x formula in {n_match}/{len(eager)} eager shapes")
+    out += [f"decode {m} skipped: {why}" for m, why in skipped.items()]
+    return out

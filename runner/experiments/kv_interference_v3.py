@@ -1,14 +1,23 @@
 """Iteration 3 (interference): does compaction slow serving down, and does running both at once save time?
 
 Three variants timed interleaved (compact, decode, both, compact, ...) with the shared harness:
-- compact: one batched gather of the live half of a KV pool (kv_compact_v2's workload and kernel);
-- decode:  a few decode steps of ctx.model on a prefilled batch (a fresh copy of the prefix cache is made,
-           untimed, before every call, so each call does the same work);
+- decode:  `steps` decode steps in the fastest mode available (runner/decode_step.py: a CUDA graph replay
+           on a GPU, else the static cache; eager only if neither runs), reset (untimed) before each call.
+           Eager decode leaves a GPU mostly idle between launches, so pairing it with compaction could
+           never show contention; a graph replay keeps the GPU busy for the whole decode part.
+- compact: one batched gather of the live half of a KV pool (runner/compaction.py), SIZED so that it
+           takes about as long as the decode part: a pilot times the decode part and the gather's rate,
+           the pool is sized from them, and resized once if the two land outside 0.6-1.6x. The stored
+           `balance_ratio` (compact / decode alone) is checked against 0.5-2x (`balanced`): a 60 ms decode
+           beside a 1.5 ms gather would make "both = decode alone" a foregone conclusion.
 - both:    the two at once. GPU: on two side streams, each waiting on the default stream first; the default
            stream waits on both before the harness records its end event, so the timed region covers all
-           the work on every stream. CPU: compaction in a thread beside the decode loop (torch kernels
-           release the GIL), joined inside the timed region.
-The alone variants run on the same side streams, so the only difference is the overlap.
+           the work on every stream; an event pair on each side stream times each part inside `both`.
+           CPU: compaction in a thread beside the decode loop (torch kernels release the GIL), joined
+           inside the timed region; each part is timed by its own thread's clock.
+The alone variants run on the same side streams, so the only difference is the overlap. Reported: the
+decode part's latency inflation when run together (decode in both / decode alone), the compaction
+bandwidth lost (1 - compact alone / compact in both), and the physical bound:
 
 Sanity bound (`check_bounds`): work on shared memory cannot finish faster than the longer of its two
 parts, nor faster than its bytes over the bandwidth ceiling. A `both` faster than either part alone is
@@ -17,27 +26,32 @@ flagged (`bound_violated`), never reported as a speed-up: the seed's 903 us "com
 """
 from __future__ import annotations
 
-import copy
+import statistics
 import threading
 import time
 
 from . import Result, RunContext
-from ..kv_cache import cache_bytes, forward_with_cache
+from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
+from ..compaction import is_correct, make_workload, plan_for
+from ..decode_step import ModeUnavailable, make_decoder
 from ..kv_formula import kv_shape
-from ..timing import time_interleaved
+from ..timing import gbs, time_fn, time_interleaved
 
 NAME = "kv_interference_v3"
 ITERATION = "3"
 ORDER = 20
-TABLES = ("kv_interference_v3",)
+TABLES = ("kv_interference_v3", "roof_curve")
 
 MIB = 1 << 20
-# Live KV bytes compaction gathers (moves twice that: read + write), far beyond L2/LLC.
-COMPACT_LIVE_BYTES = {("cuda", False): 2048 * MIB, ("cuda", True): 512 * MIB,
-                      ("cpu", False): 128 * MIB, ("cpu", True): 64 * MIB}
+# Upper bound on the live KV bytes compaction gathers (the balance sizes it below this).
+COMPACT_MAX_LIVE_BYTES = {"cuda": 4096 * MIB, "cpu": 256 * MIB}
+COMPACT_PILOT_LIVE_BYTES = {"cuda": 256 * MIB, "cpu": 8 * MIB}
 # (decode batch, prefix tokens, steps, warmup, repeats)
 DECODE = {("cuda", False): (8, 512, 4, 5, 40), ("cuda", True): (4, 128, 2, 3, 15),
           ("cpu", False): (4, 128, 4, 2, 10), ("cpu", True): (2, 64, 2, 1, 7)}
+DECODE_MODES = {"cuda": ("graph", "static", "eager"), "cpu": ("static", "eager")}
+BALANCE = (0.5, 2.0)       # compact / decode alone must land in here
+RESIZE_OUTSIDE = (0.6, 1.6)  # the pilot's estimate is redone once outside this
 # Tolerances of the sanity bound, on medians. The copy roof is measured, not a physical limit: a kernel
 # may beat it by a little. Perfect overlap puts `both` at the longer part's time, so noise may land it a
 # little below: up to MAX_TOLERANCE is not a violation. Below bytes / theoretical peak always is.
@@ -84,35 +98,56 @@ def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: 
     return out
 
 
-class DecodeLoop:
-    """`steps` decode steps on a prefilled cache; `reset()` restores the prefix-only cache."""
-
-    def __init__(self, ctx: RunContext, batch: int, prefix: int, steps: int):
-        self.model, self.steps, self.prefix = ctx.model, steps, prefix
-        _, self.prefix_cache = forward_with_cache(ctx.model, ctx.input_ids(batch, prefix))
-        self.prefix_kv_bytes = cache_bytes(self.prefix_cache)
-        self.step_ids = ctx.input_ids(batch, 1)
-        self.cache = None
-        self.reset()
-
-    def reset(self) -> None:
-        # A fresh copy of the untouched prefix (untimed): DynamicCache grows in place, and `crop` changed
-        # meaning across transformers releases (absolute length before 5.x, tokens to remove after).
-        self.cache = copy.deepcopy(self.prefix_cache)
-
-    def __call__(self) -> None:
-        cache = self.cache
-        for _ in range(self.steps):
-            _, cache = forward_with_cache(self.model, self.step_ids, cache)
-        self.cache = cache
-
-    def bytes_read(self, weight_bytes: int) -> int:
-        """Lower bound on DRAM traffic: every step reads all weights and the whole cache so far."""
-        per_token = self.prefix_kv_bytes / self.prefix
-        return int(sum(weight_bytes + per_token * (self.prefix + i) for i in range(self.steps)))
+def fastest_decoder(ctx: RunContext, batch: int, prefix: int, steps: int):
+    """(decoder, why faster modes were not used): graph, then static, then eager."""
+    why = []
+    for mode in DECODE_MODES["cuda" if ctx.is_cuda else "cpu"]:
+        try:
+            return make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix), ctx.input_ids(batch, 1), steps), why
+        except ModeUnavailable as exc:
+            why.append(f"{mode}: {exc}")
+    raise RuntimeError("no decode mode runs here: " + "; ".join(why))
 
 
-def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str]:
+def decode_bytes(dec, weight_bytes: int) -> int:
+    """What the decode part moves at least: every step streams the weights, reads the KV its attention
+    covers, writes its token's KV; eager also re-copies the cache (torch.cat)."""
+    return dec.steps * (weight_bytes + dec.growth_bytes) + dec.kv_read_bytes() + dec.recopy_bytes()
+
+
+class PartClock:
+    """Times each part inside `both`: CUDA events on the part's own stream, or the thread's perf_counter."""
+
+    def __init__(self, cuda: bool):
+        self.cuda = cuda
+        self.samples: list = []
+
+    def run(self, fn, stream=None) -> None:
+        if self.cuda:
+            import torch
+
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            fn()
+            end.record(stream)
+            self.samples.append((start, end))
+            return
+        t0 = time.perf_counter()
+        fn()
+        self.samples.append((time.perf_counter() - t0) * 1e3)
+
+    def median_ms(self, last: int) -> float | None:
+        """Median of the last `last` samples (the timed repeats; the earlier ones were warm-up)."""
+        got = self.samples[-last:]
+        if not got:
+            return None
+        if self.cuda:
+            return statistics.median(float(start.elapsed_time(end)) for start, end in got)
+        return statistics.median(got)
+
+
+def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str, PartClock, PartClock]:
+    part_c, part_d = PartClock(ctx.is_cuda), PartClock(ctx.is_cuda)
     if ctx.is_cuda:
         import torch
 
@@ -120,18 +155,21 @@ def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str]:
 
         def on(streams_fns):
             cur = torch.cuda.current_stream(ctx.device)
-            for stream, fn in streams_fns:
+            for stream, fn, clock in streams_fns:
                 stream.wait_stream(cur)  # start after the harness's start event
                 with torch.cuda.stream(stream):
-                    fn()
-            for stream, _ in streams_fns:
+                    if clock is None:
+                        fn()
+                    else:
+                        clock.run(fn, stream)
+            for stream, _, _ in streams_fns:
                 cur.wait_stream(stream)  # the end event is recorded after both streams finish
 
         return {
-            "compact": lambda: on([(s_compact, compact)]),
-            "decode": lambda: on([(s_decode, decode)]),
-            "both": lambda: on([(s_compact, compact), (s_decode, decode)]),
-        }, "cuda_streams"
+            "compact": lambda: on([(s_compact, compact, None)]),
+            "decode": lambda: on([(s_decode, decode, None)]),
+            "both": lambda: on([(s_compact, compact, part_c), (s_decode, decode, part_d)]),
+        }, "cuda_streams", part_c, part_d
 
     import torch
 
@@ -140,79 +178,108 @@ def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str]:
     def compact_in_thread():
         try:
             with torch.inference_mode():  # inference mode is thread-local; the pool tensors need it
-                compact()
+                part_c.run(compact)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the timing thread below
             errors.append(exc)
 
     def both():
         worker = threading.Thread(target=compact_in_thread)
         worker.start()
-        decode()
+        part_d.run(decode)
         worker.join()  # inside the timed region
         if errors:  # a compaction that failed in the thread must not be timed as if it ran
             raise errors[0]
 
-    return {"compact": compact, "decode": decode, "both": both}, "threads"
+    return {"compact": compact, "decode": decode, "both": both}, "threads", part_c, part_d
 
 
-def _roof_and_peak(ctx: RunContext) -> tuple[float | None, float | None]:
-    try:
-        from ..ceilings import roof_and_peak
-    except ImportError:  # the ceilings module is missing: no roof bound, only the max(alone) one
-        return None, None
-    return roof_and_peak(ctx)
+def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gather=None):
+    """A compaction workload whose batched gather takes about `decode_ms`: a pilot measures the gather's
+    rate, the size follows from it, and up to two resizes correct a pilot that missed (a rate that
+    changes with size: caches, launch overhead). `time_gather(workload) -> ms` is injectable for tests."""
+    import torch
+
+    time_gather = time_gather or (lambda w: time_fn(w.batched, ctx.device, warmup=1, repeats=5).median_ms)
+    shape = kv_shape(ctx.config)
+    kind = "cuda" if ctx.is_cuda else "cpu"
+    cap = COMPACT_MAX_LIVE_BYTES[kind]
+    if ctx.is_cuda:  # pool (2x live) + destination + the check's reference must leave room for decode
+        cap = min(cap, int(0.3 * torch.cuda.mem_get_info(ctx.device)[0]) // 4)
+    live = min(cap, COMPACT_PILOT_LIVE_BYTES[kind])
+    work, compact_ms = None, None
+    for _attempt in range(3):
+        plan = plan_for(live, shape, ctx.dtype_bytes, ctx.max_positions)
+        del work
+        work = make_workload(plan.n_tensors, plan.n_live, plan.row, ctx.dtype, ctx.device)
+        compact_ms = time_gather(work)
+        ratio = compact_ms / decode_ms
+        if progress:
+            progress(f"compaction of {work.kv_bytes / MIB:,.1f} MiB: {compact_ms:.3f} ms = {ratio:.2f}x decode")
+        if RESIZE_OUTSIDE[0] <= ratio <= RESIZE_OUTSIDE[1] or (ratio < 1 and work.kv_bytes >= cap):
+            break
+        live = int(min(cap, max(64 << 10, work.kv_bytes / ratio)))
+    return work, compact_ms
 
 
 def run(ctx: RunContext) -> Result:
     import torch
 
-    from .kv_compact_v2 import is_correct, make_workload, shape_for
-
     key = ("cuda" if ctx.is_cuda else "cpu", bool(ctx.quick))
     batch, prefix, steps, warmup, repeats = DECODE[key]
     prefix = min(prefix, ctx.max_positions - steps)  # reset() restores the prefix, so steps never accumulate
-    roof, peak = _roof_and_peak(ctx)
-    shape = kv_shape(ctx.config)
-    live_bytes = COMPACT_LIVE_BYTES[key]
-    if ctx.is_cuda:  # pool (2x live) + destination must leave room for the model's decode
-        live_bytes = min(live_bytes, int(0.1 * torch.cuda.mem_get_info(ctx.device)[0]) // 3)
-    n_live, seq_len = shape_for(live_bytes, shape.bytes_per_token(ctx.dtype_bytes), ctx.max_positions)
-    work = make_workload(2 * shape.n_layers, n_live, shape.n_kv_heads * seq_len * shape.head_dim,
-                         ctx.dtype, ctx.device)
-    correct = is_correct(work, work.batched)
-    ctx.progress(f"compaction of {work.kv_bytes / MIB:,.0f} MiB beside {steps} decode steps "
-                 f"(batch {batch}, prefix {prefix})")
+    _, peak = roof_and_peak(ctx)
     with torch.inference_mode():
-        decode = DecodeLoop(ctx, batch, prefix, steps)
-        variants, concurrency = _variants(ctx, work.batched, decode)
+        decode, slower_modes = fastest_decoder(ctx, batch, prefix, steps)
+        decode_pilot = time_fn(decode, ctx.device, warmup=2, repeats=5, setup=decode.reset).median_ms
+        ctx.progress(f"decode part: {steps} {decode.mode} steps (batch {batch}, prefix {prefix}) "
+                     f"{decode_pilot:.3f} ms")
+        work, _ = balanced_workload(ctx, decode_pilot, ctx.progress)
+        correct = is_correct(work, work.batched)
+        variants, concurrency, part_c, part_d = _variants(ctx, work.batched, decode)
         # One untimed round (also a warm-up) sizes the repeats to the time budget: a round runs compact,
         # decode and both, about twice the two parts.
+        decode.reset()
         t0 = time.perf_counter()
         variants["compact"]()
         variants["decode"]()
         if ctx.is_cuda:
             torch.cuda.synchronize(ctx.device)
         round_s = 2 * (time.perf_counter() - t0)
-        repeats = max(MIN_REPEATS, min(repeats, int(TIME_BUDGET_S[key] / round_s) - warmup))
+        repeats = max(MIN_REPEATS, min(repeats, int(TIME_BUDGET_S[key] / max(round_s, 1e-6)) - warmup))
         decode.reset()
         times = time_interleaved(variants, ctx.device, warmup=warmup, repeats=repeats,
                                  setup=lambda _name: decode.reset())
-    compact_bytes = 2 * work.kv_bytes
-    decode_bytes = decode.bytes_read(ctx.loaded.step_weight_bytes())
-    moved = {"compact": compact_bytes, "decode": decode_bytes, "both": compact_bytes + decode_bytes}
+    compact_bytes = work.bytes_moved
+    dec_bytes = decode_bytes(decode, ctx.loaded.step_weight_bytes())
+    moved = {"compact": compact_bytes, "decode": dec_bytes, "both": compact_bytes + dec_bytes}
     bounds = check_bounds({m: {"median_ms": t.median_ms, "p25_ms": t.p25_ms, "p75_ms": t.p75_ms}
-                           for m, t in times.items()}, moved, roof, peak)
+                           for m, t in times.items()}, moved, ctx.shared.get("copy_roof_gbs"), peak)
+    c, d, b = (times[m].median_ms for m in MODES)
+    c_in, d_in = part_c.median_ms(times["both"].n), part_d.median_ms(times["both"].n)
+    balance = c / d
+    shared = {
+        "concurrency": concurrency, "peak_gbs": peak, "compact_bytes": compact_bytes, "decode_bytes": dec_bytes,
+        "decode_steps": steps, "decode_batch": batch, "prefix_len": prefix, "n_requests": work.pool.shape[1] // 2,
+        "seq_len": work.pool.shape[2] // (kv_shape(ctx.config).n_kv_heads * kv_shape(ctx.config).head_dim),
+        "correct": correct, "decode_mode": decode.mode, "decode_in_both_ms": d_in, "compact_in_both_ms": c_in,
+        "balance_ratio": balance, "balanced": BALANCE[0] <= balance <= BALANCE[1],
+        "decode_inflation": d_in / d if d_in else None, "compact_bw_lost": 1 - c / c_in if c_in else None,
+    }
+    # Compaction's own rate is a copy; decode's and the sum's are set against the same-size copy roof too,
+    # the ceiling check_bounds uses (a mixed read/write workload has no better-matched roof).
     rows = [{
-        "mode": mode, **times[mode].columns(), "concurrency": concurrency, "bytes_moved": moved[mode],
-        "gbs": moved[mode] / (times[mode].median_ms * 1e6), **bounds[mode], "roof_gbs": roof,
-        "pct_of_roof": moved[mode] / (times[mode].median_ms * 1e6) / roof if roof else None,
-        "peak_gbs": peak, "compact_bytes": compact_bytes, "decode_bytes": decode_bytes,
-        "decode_steps": steps, "decode_batch": batch, "prefix_len": prefix, "n_requests": n_live,
-        "seq_len": seq_len, "correct": correct,
+        "mode": mode, **times[mode].columns(), "host_ms": (times[mode].host or times[mode]).median_ms,
+        "bytes_moved": moved[mode], "gbs": gbs(moved[mode], times[mode].median_ms), **bounds[mode],
+        **pct_of_roof(ctx, "copy", moved[mode], gbs(moved[mode], times[mode].median_ms)), **shared,
     } for mode in MODES]
     del work, decode
-    c, d, b = (times[m].median_ms for m in MODES)
     verdict = ("SANITY BOUND VIOLATED: " + bounds["both"]["bound_note"]) if bounds["both"]["bound_violated"] \
         else f"{b / max(c, d):.2f}x the longer alone, {b / (c + d):.2f}x their sum"
-    return Result({"kv_interference_v3": rows}, [
-        f"interference ({concurrency}): compact {c:.3f} ms, decode {d:.3f} ms, both {b:.3f} ms ({verdict})"])
+    summary = [
+        f"interference ({concurrency}, decode {shared['decode_mode']}): compact {c:.3f} ms, decode {d:.3f} ms "
+        f"(balance {balance:.2f}x{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms ({verdict}); "
+        f"decode inflated {shared['decode_inflation']:.2f}x, compaction lost {shared['compact_bw_lost']:.0%} "
+        f"of its bandwidth when run together"]
+    if slower_modes:
+        summary.append("interference decode mode fallbacks: " + "; ".join(slower_modes))
+    return Result({"kv_interference_v3": rows, "roof_curve": new_roof_rows(ctx)}, summary)
