@@ -227,19 +227,16 @@ def test_no_gpu_price_says_why(tmp_path):
     assert s["whatif_achievable_usd"] is None and "message content" in s["whatif_reason"]
 
 
-def _tokenizer(path: Path, words: list[str]) -> Path:
-    from tokenizers import Tokenizer, pre_tokenizers
-    from tokenizers.models import WordLevel
+def _tokenizer(path: Path, text: str) -> Path:
+    from kvreport.runner.audit.demo import _build_tokenizer  # the demo's word-level tokenizer
 
-    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(["[UNK]", *words])}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.save(str(path))
+    _build_tokenizer([text]).save(str(path))
     return path
 
 
 def test_whatif_prices_the_achievable_pcer_against_no_caching(tmp_path):
     # Two two-call sessions whose providers cached nothing; the first prompt of each has a time at the top.
-    tok = _tokenizer(tmp_path / "tokenizer.json", "Time : 10 11 You are a helpful bot . hi again".split())
+    tok = _tokenizer(tmp_path / "tokenizer.json", "Time : 10 11 You are a helpful bot . hi again")
     oa, an = [], []
     for i, t in enumerate(["10", "11"]):
         msgs = [{"role": "user", "content": "hi again ."}] * (i + 1)
@@ -266,6 +263,15 @@ def test_whatif_prices_the_achievable_pcer_against_no_caching(tmp_path):
     assert s["whatif_stable_usd"] == pytest.approx(ws + xs)
     assert s["whatif_calls"] == 4 and s["whatif_reason"] is None
     assert s["whatif_achievable_pcer"] == pytest.approx((p["w"] * 60 + p["x"] * 60) / 120)
+    # The ledger's verdict on "55% lower API bills" for this (non-demo) audit: the stable-prefix saving.
+    from kvreport import analysis
+
+    cur = con.execute((Path(analysis.__file__).parent / "queries" / "claim_token_article.sql").read_text())
+    cols = [d[0] for d in cur.description]
+    (bill,) = [dict(zip(cols, r)) for r in cur.fetchall() if r[0] == "token-api-bill"]
+    saving = 1 - (ws + xs) / 0.00048
+    assert bill["verdict"] == ("confirmed" if saving >= 0.55 else "refuted")
+    assert bill["measured_value"].startswith(f"{s['audit_id']}: {100 * saving:.0f}% lower than no caching")
 
 
 def test_audit_page_shows_costs_whatif_chart_and_snapshot_date(tmp_path, fixture_db):
