@@ -297,3 +297,21 @@ def test_audit_page_shows_costs_whatif_chart_and_snapshot_date(tmp_path, fixture
     assert f"snapshot of {s['price_snapshot_date']} ({s['audit_id']}" in footer
     claims = (tmp_path / "site" / "claims.html").read_text()
     assert "55% reduction in API bills" in claims
+
+
+def test_cli_flags_reach_the_audit(tmp_path, capsys):
+    from kvreport.runner.cli import main
+
+    log = _write(tmp_path / "openai.jsonl", [_openai("s1", "2025-06-02T10:00:00Z", "my-llama", 1000, 600, 100)])
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"prices": [{"model": "my-llama", "input_mtok": 1, "output_mtok": 4}]}))
+    db = tmp_path / "a.duckdb"
+    try:
+        main(["audit", str(log), "--db", str(db), "--prices", str(prices), "--gpu-hour-price", "2.5"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    out = capsys.readouterr().out
+    # 1000 input (no cache rate in the file: cached tokens cost input) x $1 + 100 x $4 per million = 0.0014
+    assert "cost: $0.0014 for 1 priced call(s) (prices: override: prices.json entry 1" in out
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT gpu_hour_price_usd FROM audits").fetchone()[0] == 2.5
