@@ -315,3 +315,19 @@ def test_cli_flags_reach_the_audit(tmp_path, capsys):
     assert "cost: $0.0014 for 1 priced call(s) (prices: override: prices.json entry 1" in out
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT gpu_hour_price_usd FROM audits").fetchone()[0] == 2.5
+
+
+def test_without_genai_prices_every_model_is_unpriced_with_the_reason(tmp_path, monkeypatch):
+    import sys
+
+    from kvreport.runner.audit import cost
+
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # as on Python 3.10, where it cannot be installed
+    cost.genai_info.cache_clear()
+    try:
+        log = _write(tmp_path / "openai.jsonl", [_openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 1000, 900, 20)])
+        s, _ = _audit(tmp_path, log)
+    finally:
+        cost.genai_info.cache_clear()
+    assert s["cost_usd"] is None and s["unpriced_calls"] == 1 and s["priced_calls"] == 0
+    assert s["unpriced_models"] == "gpt-4o (openai): 1 calls"

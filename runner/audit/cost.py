@@ -28,7 +28,7 @@ import datetime as _dt
 import json
 import math
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -68,7 +68,6 @@ class Override:
 class PriceBook:
     overrides: tuple[Override, ...] = ()
     override_date: _dt.date | None = None
-    use_genai: bool = True
 
     def override_for(self, provider: str | None, models: tuple[str | None, ...]) -> Override | None:
         names = {m.lower() for m in models if m}
@@ -312,7 +311,6 @@ class _Key:
     t_lo: _dt.datetime | None
     t_hi: _dt.datetime | None
     untimed: bool
-    rows: list[dict] = field(default_factory=list)
 
 
 def _rows_for(key: _Key, book: PriceBook, now: _dt.datetime) -> list[dict]:
@@ -325,7 +323,7 @@ def _rows_for(key: _Key, book: PriceBook, now: _dt.datetime) -> list[dict]:
                      matched_provider=o.provider, matched_model=o.model, untimed=True)]
     if not model_name:
         return [dict(common, unknown_reason="no model named in the log")]
-    source, snapshot_date, unavailable = genai_info() if book.use_genai else (None, None, "genai-prices off")
+    source, snapshot_date, unavailable = genai_info()
     if unavailable:
         return [dict(common, unknown_reason=unavailable)]
     found, why = None, None
