@@ -1,0 +1,190 @@
+"""Issue 11 on the CPU: the timing statistics, the roof byte counts and same-size lookups, the Triton row
+gather under Triton's interpreter, and the device-state reader's handling of a missing NVML."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from kvreport.runner import ceilings, timing
+from kvreport.runner.experiments import RunContext
+from kvreport.runner.models import load_model
+
+CPU = torch.device("cpu")
+
+
+# --- timing statistics ------------------------------------------------------------------------------
+
+def test_summarize_on_fixed_samples():
+    t = timing.summarize([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (t.median_ms, t.p25_ms, t.p75_ms, t.min_ms, t.max_ms, t.n) == (3.0, 2.0, 4.0, 1.0, 5.0, 5)
+    assert t.rel_spread == pytest.approx(2 / 3) and t.wide
+    small = timing.summarize([2.0, 1.0, 9.0])  # fewer than 4 samples: the extremes stand in for quartiles
+    assert (small.median_ms, small.p25_ms, small.p75_ms) == (2.0, 1.0, 9.0)
+    assert not timing.summarize([10.0, 10.5, 10.2, 10.1]).wide
+    with pytest.raises(ValueError):
+        timing.summarize([])
+
+
+def test_host_times_are_kept_beside_device_times():
+    t = timing.summarize_calls([1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 20.0, 30.0, 40.0, 50.0], [True, True, False, True, True])
+    assert t.median_ms == 3.0 and t.host.median_ms == 30.0 and t.dispatch_hidden == pytest.approx(0.8)
+    cols = t.host_columns()
+    assert cols == {"host_ms": 30.0, "host_p25_ms": 20.0, "host_p75_ms": 40.0, "dispatch_hidden": False}
+    assert timing.summarize_calls([1.0] * 4, [2.0] * 4, [True] * 4).host_columns()["dispatch_hidden"] is True
+    cpu = timing.summarize_calls([1.0, 2.0], [1.0, 2.0])
+    assert cpu.host_columns()["dispatch_hidden"] is None  # no device-side lead on the CPU
+
+
+def test_cpu_clock_is_one_measurement_and_the_warmup_is_dropped():
+    calls = []
+    t = timing.time_fn(lambda: calls.append(1), CPU, warmup=2, repeats=5)
+    assert len(calls) == 7 and t.n == 5
+    assert t.host.median_ms == t.median_ms and t.dispatch_hidden is None
+
+
+def test_device_lead_grows_to_cover_the_slowest_dispatch_and_is_capped():
+    clock = timing._Clock(CPU)
+    assert clock.lead_ms == timing.LEAD_FLOOR_MS
+    clock.learn(2.0)
+    assert clock.lead_ms == pytest.approx(timing.LEAD_FACTOR * 2.0 + timing.LEAD_FLOOR_MS)
+    clock.learn(0.1)  # a faster dispatch never shrinks it
+    assert clock.lead_ms == pytest.approx(timing.LEAD_FACTOR * 2.0 + timing.LEAD_FLOOR_MS)
+    clock.learn(1e6)
+    assert clock.lead_ms == timing.LEAD_CAP_MS
+
+
+# --- roofs --------------------------------------------------------------------------------------------
+
+def _fixed_timing(ms):
+    def fake_time_fn(fn, device, **kw):
+        fn()
+        return timing.summarize_calls([ms * 0.9, ms, ms, ms * 1.25], [ms] * 4)
+    return fake_time_fn
+
+
+@pytest.mark.parametrize("op", ["copy", "read"])
+def test_roof_byte_counts(monkeypatch, op):
+    """copy moves `bytes` in all (half read, half written: buffers of bytes/2); read reads `bytes`."""
+    monkeypatch.setattr(ceilings, "time_fn", _fixed_timing(2.0))
+    allocated = []
+    real_empty = torch.empty
+
+    def spy_empty(*shape, **kw):
+        t = real_empty(*shape, **kw)
+        allocated.append(t.numel() * t.element_size())
+        return t
+
+    monkeypatch.setattr(torch, "empty", spy_empty)
+    nbytes = 8 << 20
+    r = ceilings.measure_roof(CPU, op, nbytes, repeats=4, rounds=2)
+    assert r["op"] == op and r["bytes"] == nbytes and r["n"] == 4 and r["rounds"] == 2
+    assert r["gbs"] == pytest.approx(nbytes / 2e-3 / 1e9)  # bytes over the median time
+    t = timing.summarize([1.8, 2.0, 2.0, 2.5])
+    assert r["p25_gbs"] == pytest.approx(nbytes / t.p75_ms / 1e6)  # the slow quartile of time = low bandwidth
+    assert r["p75_gbs"] == pytest.approx(nbytes / t.p25_ms / 1e6)
+    assert r["flushed"] and r["llc_bytes"] > 0 and r["threads"] == torch.get_num_threads()
+    src = nbytes // 2 if op == "copy" else nbytes
+    assert allocated[0] == src  # the source buffer; a copy's destination is empty_like(source)
+
+
+def test_unknown_roof_op_is_refused():
+    with pytest.raises(ValueError, match="roof op"):
+        ceilings.measure_roof(CPU, "write", 1 << 20)
+
+
+def test_same_size_roof_is_measured_once_and_flags_above_105_percent(monkeypatch):
+    measured = []
+
+    def fake_roof(device, op, nbytes, **kw):
+        measured.append((op, nbytes))
+        return {"op": op, "bytes": nbytes, "gbs": 10.0}
+
+    monkeypatch.setattr(ceilings, "measure_roof", fake_roof)
+    ctx = RunContext(run_id=1, device=CPU, dtype=torch.float32, loaded=None, quick=True)
+    a = ceilings.pct_of_roof(ctx, "copy", 1000, 10.4)
+    b = ceilings.pct_of_roof(ctx, "copy", 1000, 10.6)
+    c = ceilings.pct_of_roof(ctx, "read", 1000, 5.0)
+    assert measured == [("copy", 1000), ("read", 1000)]  # one measurement per (op, size)
+    assert (a["pct_of_roof"], a["over_roof"]) == (pytest.approx(1.04), False)
+    assert (b["pct_of_roof"], b["over_roof"]) == (pytest.approx(1.06), True)
+    assert c["roof_gbs"] == 10.0 and c["pct_of_roof"] == 0.5
+    assert [r["op"] for r in ceilings.new_roof_rows(ctx)] == ["copy", "read"]
+    assert ceilings.new_roof_rows(ctx) == []  # each point is stored once, by the experiment that measured it
+
+
+def test_device_ceilings_fills_the_roof_curve_at_the_compaction_sizes():
+    from kvreport.runner.compaction import planned_workloads
+    from kvreport.runner.experiments import device_ceilings
+
+    ctx = RunContext(run_id=1, device=CPU, dtype=torch.float32, loaded=load_model("tiny-gpt2", CPU, torch.float32),
+                     quick=True)
+    result = device_ceilings.run(ctx)
+    curve = result.tables["roof_curve"]
+    sizes = sorted(p.bytes_moved for p in planned_workloads(ctx))
+    assert sorted(r["bytes"] for r in curve if r["op"] == "copy") == sizes
+    assert sorted(r["bytes"] for r in curve if r["op"] == "read") == sizes
+    assert all(r["gbs"] > 0 and r["p25_gbs"] <= r["gbs"] <= r["p75_gbs"] for r in curve)
+    assert result.tables["device_ceilings"][0]["llc_bytes"] == curve[0]["llc_bytes"]
+
+
+# --- the Triton row gather, under Triton's interpreter ------------------------------------------------
+
+TRITON_CHECK = textwrap.dedent("""
+    import json, os
+    assert os.environ["TRITON_INTERPRET"] == "1"
+    import torch
+    from kvreport.runner import compaction
+    from kvreport.runner.triton_gather import gather_rows, launch_config
+    out = {"cases": [], "workloads": []}
+    g = torch.Generator().manual_seed(7)
+    # odd row lengths (3 halves = 6 bytes: 16-bit words), rows not a multiple of the block, one row that
+    # is exactly a block (the unmasked EVEN path), several blocks per row, bf16 and float32
+    for dtype, rows, width, n in [(torch.float16, 7, 3, 5), (torch.float32, 9, 4099, 4),
+                                  (torch.bfloat16, 5, 8192, 3), (torch.float32, 13, 4096, 13),
+                                  (torch.float16, 11, 1, 2), (torch.int8, 6, 37, 6)]:
+        src = (torch.randn(rows, width, generator=g) * 50).to(dtype)
+        idx = torch.randperm(rows, generator=g)[:n]
+        dst = torch.full((n, width), -7, dtype=dtype) if dtype == torch.int8 else \\
+            torch.full((n, width), float("nan"), dtype=dtype)
+        gather_rows(src, idx, dst)
+        words = width * src.element_size() // 4 if width * src.element_size() % 4 == 0 else None
+        out["cases"].append({"dtype": str(dtype), "equal": bool(torch.equal(dst, src[idx])),
+                             "even": launch_config(words)[1] if words else None})
+    for n_tensors, n_live, row, dtype in [(6, 5, 40, torch.float16), (4, 3, 48, torch.float32), (2, 7, 3, torch.bfloat16)]:
+        w = compaction.make_workload(n_tensors, n_live, row, dtype, torch.device("cpu"))
+        ok, skipped = w.methods(compaction.TRITON_METHODS)
+        out["workloads"].append({"skipped": skipped, **{m: compaction.is_correct(w, fn) for m, fn in ok.items()}})
+    print(json.dumps(out))
+""")
+
+
+def test_triton_row_gather_matches_advanced_indexing_under_the_interpreter():
+    """Runs in a child process: TRITON_INTERPRET must be set before triton is imported, and must not leak
+    into the other tests (the Triton methods count as unavailable on the CPU otherwise)."""
+    import os
+
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", TRITON_CHECK], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [c["equal"] for c in out["cases"]] == [True] * 6, out
+    assert {c["even"] for c in out["cases"]} == {True, False, None}  # both kernel paths and 16-bit words ran
+    for w in out["workloads"]:
+        assert w == {"skipped": {}, "triton": True, "triton_layers": True}
+
+
+def test_triton_gather_rejects_mismatched_shapes():
+    pytest.importorskip("triton")
+    from kvreport.runner.triton_gather import gather_rows
+
+    src = torch.zeros(4, 8)
+    with pytest.raises(ValueError, match="gather_rows"):
+        gather_rows(src, torch.tensor([0, 1]), torch.zeros(3, 8))
+    with pytest.raises(ValueError, match="one dtype"):
+        gather_rows(src, torch.tensor([0]), torch.zeros(1, 8, dtype=torch.float16))
