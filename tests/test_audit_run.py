@@ -33,7 +33,10 @@ def test_demo_audit_is_stored_with_the_run(site):
     con = duckdb.connect(str(db), read_only=True)
     (a,) = con.execute("SELECT audit_id, kv_bytes_source, kv_bytes_per_token, n_rejects, overall_spor, "
                        "leakage_index, sources FROM audits WHERE run_id = 1").fetchall()
-    assert a[0] == "run-1-demo" and a[1] == "measured" and a[2] == 1024 and a[3] == 0
+    # tiny-gpt2 caches 1,024 B/token at float32 on the CPU; traffic is priced as served, at 16 bits.
+    assert a[0] == "run-1-demo" and a[1] == "measured" and a[2] == 512 and a[3] == 0
+    detail = con.execute("SELECT kv_bytes_detail FROM audits WHERE run_id = 1").fetchone()[0]
+    assert "1,024 B/token" in detail and "priced at 16 bits" in detail
     assert 0 < a[4] < 1 and 0 < a[5] < 1  # SPOR counted with the demo's tokenizer; some sessions idle
     assert "/tmp" not in a[6] and "demo/openai_chat.jsonl" in a[6]
     seed = dict(con.execute("SELECT session_id, pcer FROM token_audit WHERE run_id = 1 AND session_id LIKE 'sess-%'").fetchall())
@@ -123,7 +126,7 @@ def test_audit_page_shows_the_figures(site):
     p.feed(html)
     text = re.sub(r"\s+", " ", "".join(p.text))
     assert "run-1-demo · demo workload of run 1" in text and "audit-1" in text
-    assert "1,024 B, measured" in text
+    assert "512 B, measured" in text and "priced at 16 bits (the deployment dtype)" in text
     ids = {a.get("id") for _, a in p.tags}
     for cid in ("audit-run-1-demo-leakage", "audit-run-1-demo-ttl", "audit-run-1-demo-bloat", "audit-prefix-reuse",
                 "audit-evict"):

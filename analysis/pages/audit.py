@@ -11,6 +11,7 @@ from kvreport.analysis import charts
 from kvreport.analysis.site import PageSpec
 
 PAGE = PageSpec(slug="audit", title="Token audit", order=70)
+TOP_SESSIONS = 20  # sessions listed per audit; the CSV beside the table has every session
 MAX_DETAILED = 2  # the newest standalone audit and the newest demo audit get the full breakdown
 MODES = ("recompute", "system_prefix", "session_prefix")
 
@@ -25,9 +26,20 @@ def _cid(audit_id: str, name: str) -> str:
     return f"audit-{audit_id}-{name}"
 
 
-def _detail(q, a: dict) -> dict:
+def _advice(a: dict, warnings: list[dict]) -> list[dict]:
+    """Each guardrail's advice once, with how many sessions it applies to (not once per session)."""
+    out = []
+    for kind, col, n in (("SPOR", "spor_advice", a["n_spor_warnings"]), ("KV", "kv_advice", a["n_kv_warnings"])):
+        text = next((w[col] for w in warnings if w[col]), None)
+        if n and text:
+            out.append({"kind": kind, "n": n, "text": text})
+    return out
+
+
+def _detail(q, a: dict, site) -> dict:
     aid = a["audit_id"]
-    sessions = q("audit_sessions", audit_id=aid)
+    every = q("audit_sessions", audit_id=aid)  # largest KV first; the page shows the top, the CSV all of them
+    sessions = every[:TOP_SESSIONS]
     dist = q("audit_distribution", audit_id=aid)
     leak = q("audit_leakage", audit_id=aid)
     ttl = q("audit_ttl", audit_id=aid)
@@ -36,8 +48,10 @@ def _detail(q, a: dict) -> dict:
         "audit": a, "sessions": sessions, "dist": dist, "leak": leak, "ttl": ttl, "bloat": bloat,
         "bloat_summary": q.one("audit_bloat_summary", audit_id=aid),
         "repeats": q("audit_repeats", audit_id=aid), "warnings": q("audit_warnings", audit_id=aid),
-        "rejects": q("audit_rejects", audit_id=aid),
+        "rejects": q("audit_rejects", audit_id=aid), "n_sessions": len(every),
+        "sessions_csv": site.shown_csv(_cid(aid, "all-sessions"), every),
     }
+    d["advice"] = _advice(a, d["warnings"])
     d["dist_chart"] = charts.bars(
         _cid(aid, "distribution"),
         {"PCER": ([r["label"] for r in dist], [r["pcer_sessions"] for r in dist]),
@@ -159,5 +173,5 @@ class AuditPage:
 
 def context(q, site) -> AuditPage:
     audits = q("audit_list")
-    details = [_detail(q, a) for a in _featured(audits)]
+    details = [_detail(q, a, site) for a in _featured(audits)]
     return AuditPage(audits=audits, details=details, **_prefix(q), price_snapshots=_price_snapshots(audits))

@@ -25,8 +25,8 @@ def _pricing(ctx: RunContext):
     dt = dtype_name(ctx.dtype)
     bpt = ctx.shared.get("measured_bytes_per_token")
     if bpt:
-        return Pricing(float(bpt), "measured", f"measured in this run: {bpt:,.0f} B/token from {ctx.loaded.name}'s "
-                                               f"cache tensors at {dt} (kv_memory_v2)")
+        return _deployment(ctx, float(bpt), f"measured in this run: {bpt:,.0f} B/token from {ctx.loaded.name}'s "
+                                            f"cache tensors at {dt} (kv_memory_v2)")
     import torch
 
     from ..kv_cache import cache_bytes, forward_with_cache
@@ -36,8 +36,23 @@ def _pricing(ctx: RunContext):
         _, cache = forward_with_cache(ctx.model, ctx.input_ids(1, seq))
     bpt = cache_bytes(cache) / seq
     ctx.shared["measured_bytes_per_token"] = bpt
-    return Pricing(float(bpt), "measured", f"measured here: {bpt:,.0f} B/token from a {seq}-token prefill of "
-                                           f"{ctx.loaded.name} at {dt} (kv_memory_v2 did not run)")
+    return _deployment(ctx, float(bpt), f"measured here: {bpt:,.0f} B/token from a {seq}-token prefill of "
+                                        f"{ctx.loaded.name} at {dt} (kv_memory_v2 did not run)")
+
+
+DEPLOYMENT_BYTES = 2  # a served model's KV is 16-bit (float16/bfloat16), whatever dtype this run measured at
+
+
+def _deployment(ctx: RunContext, bpt: float, how: str):
+    """Traffic is priced as it would be served: the KV at 16-bit. A CPU run measures at float32, which would
+    double every footprint; the measured size is scaled by element size (exact: same shapes, fewer bytes)."""
+    from ..audit.pricing import Pricing
+
+    element = ctx.dtype.itemsize
+    if element == DEPLOYMENT_BYTES:
+        return Pricing(bpt, "measured", f"{how}; the 16-bit deployment dtype")
+    priced = bpt * DEPLOYMENT_BYTES / element
+    return Pricing(priced, "measured", f"{how}, priced at 16 bits (the deployment dtype): {priced:,.0f} B/token")
 
 
 def _relabel(rows: list[dict], folder: str) -> None:
