@@ -28,7 +28,8 @@ def sql_text(name: str) -> str:
 
 def all_query_names() -> list[str]:
     folder = resources.files("kvreport.analysis") / "queries"
-    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".sql"))
+    # `_*.sql` are not queries: _macros.sql defines helpers for the others.
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".sql") and not p.name.startswith("_"))
 
 
 def names_with_prefix(prefix: str) -> list[str]:
@@ -40,6 +41,8 @@ class Queries:
 
     def __init__(self, con):
         self.con = con
+        for statement in con.extract_statements(sql_text("_macros")):
+            con.execute(statement)
         self.ran: dict[str, int] = {}
         self._cache: dict[tuple, list[dict]] = {}
         self._columns: dict[str, list[str]] = {}

@@ -103,7 +103,8 @@ def context(q, site) -> ComparePage:
         row = table.setdefault((m["topic"], m["metric"], m["unit"]), {
             "topic": m["topic"], "metric": m["metric"], "unit": m["unit"], "page": m["page"], "values": {}})
         row["values"][m["run_id"]] = m["value"]
-    side = [table[k] for k in sorted(table)]
+    # Numbers inside names sort as numbers: 256-token requests before 1,024-token ones.
+    side = [table[k] for k in sorted(table, key=lambda k: (k[0], charts.natural_key(k[1].replace(",", "")), k[2]))]
     side_csv = site.shown_csv("compare-side-by-side", [
         {"topic": r["topic"], "metric": r["metric"], "unit": r["unit"],
          **{f"run_{i}": r["values"].get(i) for i in run_ids}} for r in side],
@@ -112,9 +113,9 @@ def context(q, site) -> ComparePage:
     # The normalised summaries as charts, one per unit, runs on the x axis.
     chart_list = []
     for unit in NORMALISED_UNITS:
-        rows = [m for m in metrics if m["summary"] and m["unit"] == unit]
-        if not rows:
-            continue
+        rows = [m for m in metrics if m["summary"] and m["unit"] == unit and m["value"] is not None]
+        if len({m["run_id"] for m in rows}) < 2:
+            continue  # a comparison needs two runs; one run's numbers are in the table above
         series: dict[str, tuple[list, list]] = {}
         for m in sorted(rows, key=lambda m: (m["metric"], m["run_id"])):
             xs, ys = series.setdefault(m["metric"], ([], []))

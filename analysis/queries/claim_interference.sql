@@ -37,7 +37,7 @@ claims AS (
   FROM seed
   UNION ALL
   SELECT 'interference-both-faster', 1, run_id,
-         format('compact {:.3g} ms, decode {:.3g} ms, both {:.3g} ms ({})', compact_ms, decode_ms, both_ms, concurrency),
+         format('compact {} ms, decode {} ms, both {} ms ({})', sig3(compact_ms), sig3(decode_ms), sig3(both_ms), concurrency),
          CASE WHEN violated THEN 'not measured' ELSE 'refuted' END,
          CASE WHEN violated THEN 'this run''s timing violates the sanity bound too: flagged, not evidence either way'
               WHEN both_ms >= compact_ms
@@ -48,7 +48,7 @@ claims AS (
   FROM s
   UNION ALL
   SELECT 'interference-compact-alone', 2, run_id,
-         format('{:.3g} ms for {:.1f} MB moved = {:.1f} GB/s on {}', compact_ms, compact_bytes / 1e6, compact_gbs, device_name),
+         format('{} ms for {:.1f} MB moved = {:.1f} GB/s on {}', sig3(compact_ms), compact_bytes / 1e6, compact_gbs, device_name),
          CASE WHEN NOT same_gpu THEN 'differs by hardware'
               WHEN abs(compact_gbs / 51.2 - 1) <= 0.25 THEN 'confirmed' ELSE 'refuted' END,
          'a compaction''s time and GB/s are properties of the device and the workload size; see the compaction page for the size sweep'

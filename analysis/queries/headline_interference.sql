@@ -20,11 +20,11 @@ s AS (
 )
 SELECT s.run_id,
        CASE WHEN violated
-            THEN format('Compaction + decode on {} ({}) timed {:.3f} ms, below the sanity bound (longer part alone {:.3f} ms): flagged as a measurement error, not a speed-up.',
-                        r.device_name, concurrency, both_ms, longer_ms)
-            ELSE format('Compaction moving {:.0f} MB beside {} decode steps of {} on {} ({}): {:.3f} ms together vs {:.3f} ms compaction and {:.3f} ms decode alone, {:.2f}x the longer part.',
-                        compact_bytes / 1e6, decode_steps, r.model, r.device_name, concurrency, both_ms, compact_ms,
-                        decode_ms, both_ms / longer_ms) END AS finding,
+            THEN format('Compaction + decode on {} ({}) timed {} ms, below the sanity bound (longer part alone {} ms): flagged as a measurement error, not a speed-up.',
+                        r.device_name, concurrency, sig3(both_ms), sig3(longer_ms))
+            ELSE format('Compaction moving {:.0f} MB beside {} decode steps of {} on {} ({}): {} ms together vs {} ms compaction and {} ms decode alone, {:.2f}x the longer part.',
+                        compact_bytes / 1e6, decode_steps, r.model, r.device_name, concurrency, sig3(both_ms),
+                        sig3(compact_ms), sig3(decode_ms), both_ms / longer_ms) END AS finding,
        (both_ms / longer_ms)::DOUBLE AS value, 'x the longer part alone' AS unit, 'interference.html' AS page
 FROM s JOIN runs r USING (run_id)
 ORDER BY s.run_id;

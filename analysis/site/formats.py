@@ -14,9 +14,10 @@ def fmt_int(v):
 
 
 def fmt_num(v, digits=1):
+    """`digits` decimals below 100; whole numbers above (80,409 tokens, not 80,409.0)."""
     if v is None:
         return "–"
-    return f"{v:,.{digits}f}"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.{digits}f}"
 
 
 def fmt_bytes(v):
