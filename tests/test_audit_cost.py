@@ -163,7 +163,7 @@ def test_unknown_model_is_listed_not_priced(tmp_path):
     log = _write(tmp_path / "openai.jsonl", [
         _openai("s1", "2025-06-02T10:00:00Z", "acme-9000", 1000, 0, 10),
         _openai("s1", "2025-06-02T10:01:00Z", "acme-9000", 1000, 0, 10),
-        _openai("s2", "2025-06-02T10:00:00Z", "gpt-4o", 2000, 0, 100),
+        _openai("s1", "2025-06-02T10:02:00Z", "gpt-4o", 2000, 0, 100),
     ])
     s, con = _audit(tmp_path, log)
     costs = [c["cost_usd"] for c in _calls(con)]
@@ -175,6 +175,7 @@ def test_unknown_model_is_listed_not_priced(tmp_path):
     (row,) = con.execute("SELECT model, n_calls, input_usd_mtok, cost_usd, unknown_reason FROM token_prices "
                          "WHERE model = 'acme-9000'").fetchall()
     assert row[:4] == ("acme-9000", 2, None, None) and "no price" in row[4]
+    # the session's cost is not the priced call's alone: it is unknown, and says how many calls are unpriced
     assert con.execute("SELECT cost_usd, unpriced_calls FROM token_audit WHERE session_id = 's1'").fetchone() \
         == (None, 2)
 

@@ -49,7 +49,8 @@ SELECT session_id, row_id, count(*) AS n_calls,
 FROM _calls_rated
 GROUP BY GROUPING SETS ((session_id), (row_id));
 
-UPDATE token_audit SET cost_usd = s.cost_usd, unpriced_calls = s.unpriced_calls
+-- A session with an unpriced call has no cost (a partial sum would read as the whole); its count says why.
+UPDATE token_audit SET cost_usd = CASE WHEN s.unpriced_calls = 0 THEN s.cost_usd END, unpriced_calls = s.unpriced_calls
 FROM _session_cost s
 WHERE s.row_id IS NULL AND s.session_id = token_audit.session_id;
 
