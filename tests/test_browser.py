@@ -1,7 +1,8 @@
 """The built site in headless Chromium (Debian's /usr/bin/chromium driven by Playwright from PyPI; never
 `playwright install`): over file:// and over HTTP under a sub-path, every page loads with zero console
 errors, every chart renders, every local link resolves; the phone layout does not scroll sideways; dark
-mode and the keyboard work; and the XSS payloads written into the DB never execute."""
+mode and the keyboard work (long tables sort from the keyboard); plotly loads only on pages that draw a chart;
+no page scrolls sideways at 1280 or 390 px; and the XSS payloads written into the DB never execute."""
 from __future__ import annotations
 
 import functools
@@ -28,6 +29,9 @@ LINKS_JS = """() => Array.from(document.querySelectorAll('a[href], link[href], s
   .map(e => e.href || e.src)"""
 CHARTS_JS = """() => Array.from(document.querySelectorAll('.plot')).map(
   e => [e.id, !!e.querySelector('svg.main-svg'), e.querySelectorAll('.trace, .barlayer .point').length])"""
+OVERFLOW_JS = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+PLOTLY_JS = "() => !!document.querySelector('script[src$=\"plotly.min.js\"]')"
+DESKTOP = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +78,16 @@ def _watch(page) -> list[str]:
 
 
 def _check_page(page, url: str) -> list[str]:
-    """Load, wait for the charts, return the page's local links."""
+    """Load; every chart rendered, plotly loaded exactly where a chart is drawn, and the page itself does not
+    scroll sideways (wide tables scroll inside their wrapper). Returns the page's local links."""
     page.goto(url, wait_until="load")
     charts = page.evaluate(CHARTS_JS)
     for cid, has_svg, _ in charts:
         assert has_svg, f"{url}: chart {cid} did not render"
+    assert page.evaluate(PLOTLY_JS) == bool(charts), f"{url}: plotly.min.js loaded without a chart, or a chart without it"
+    overflow = page.evaluate(OVERFLOW_JS)
+    width = page.viewport_size["width"]
+    assert overflow <= 0, f"{url}: the page is {overflow}px wider than a {width}px window"
     return [link for link in page.evaluate(LINKS_JS) if link.startswith(("file:", "http://127.0.0.1"))]
 
 
@@ -87,7 +96,7 @@ def _pages(site: Path) -> list[str]:
 
 
 def test_every_page_over_file_url(browser, built_site):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx = browser.new_context(viewport=DESKTOP)
     page = ctx.new_page()
     problems = _watch(page)
     n_charts = 0
@@ -112,9 +121,6 @@ def test_every_page_over_http_under_a_sub_path_on_a_phone(browser, built_site, s
     for name in _pages(built_site):
         url = urljoin(server, name)
         links = _check_page(page, url)
-        # No sideways scrolling of the page itself on a 390 px phone; wide tables scroll in their wrapper.
-        overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 0, f"{name}: the page is {overflow}px wider than the phone"
         for link in links:
             link = link.split("#")[0]
             assert urlsplit(link).path.startswith(SUB_PATH), f"{name}: {link} escapes {SUB_PATH}"
@@ -122,6 +128,47 @@ def test_every_page_over_http_under_a_sub_path_on_a_phone(browser, built_site, s
                 checked.add(link)
                 resp = page.request.get(link)
                 assert resp.status == 200, f"{name}: {link} -> {resp.status}"
+    assert problems == []
+    ctx.close()
+
+
+@pytest.mark.parametrize("where, viewport", [("file", PHONE), ("http", DESKTOP)])
+def test_no_page_scrolls_sideways(browser, built_site, server, where, viewport):
+    """The other two combinations of scheme and width (the tests above cover file:// on a desktop and HTTP
+    on a phone); _check_page asserts the overflow, the charts and where plotly loads."""
+    ctx = browser.new_context(viewport=viewport)
+    page = ctx.new_page()
+    problems = _watch(page)
+    for name in _pages(built_site):
+        _check_page(page, (built_site / name).as_uri() if where == "file" else urljoin(server, name))
+    assert problems == []
+    ctx.close()
+
+
+def test_long_tables_sort_by_keyboard(browser, built_site):
+    ctx = browser.new_context(viewport=DESKTOP)
+    page = ctx.new_page()
+    problems = _watch(page)
+    sortable = [n for n in _pages(built_site) if 'class="sortable"' in (built_site / n).read_text(encoding="utf-8")]
+    assert sortable, "no table long enough to sort in the fixture site: nothing was tested"
+    page.goto((built_site / sortable[0]).as_uri(), wait_until="load")
+    table = page.locator("table.sortable").first
+    # The first numeric column (cells carry data-sort) is sorted by focusing its header button and pressing Enter.
+    col = page.evaluate("""() => { const t = document.querySelector('table.sortable');
+        return Array.from(t.tBodies[0].rows[0].cells).findIndex(c => c.hasAttribute('data-sort')); }""")
+    assert col >= 0
+    button = table.locator("thead th").nth(col).locator("button")
+    button.focus()
+    values = """(i) => Array.from(document.querySelector('table.sortable').tBodies[0].rows)
+        .map(r => r.cells[i].getAttribute('data-sort')).filter(v => v !== null).map(Number)"""
+    page.keyboard.press("Enter")
+    up = page.evaluate(values, col)
+    assert up == sorted(up) and len(up) > 15
+    assert table.locator("thead th").nth(col).get_attribute("aria-sort") == "ascending"
+    page.keyboard.press("Space")
+    down = page.evaluate(values, col)
+    assert down == sorted(up, reverse=True)
+    assert table.locator("thead th").nth(col).get_attribute("aria-sort") == "descending"
     assert problems == []
     ctx.close()
 

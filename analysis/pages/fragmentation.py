@@ -21,13 +21,13 @@ def memory_chart(run_id: int, rows: list[dict], label: str):
         by_phase = {r["phase"]: r for r in rows if r["allocator"] == allocator}
         phases = [p for p in PHASES if p in by_phase]
         for col, what in (("allocated_bytes", "allocated"), ("reserved_bytes", "reserved")):
-            series[f"{allocator} · {what}"] = (phases, [by_phase[p][col] / 1e6 for p in phases])
+            series[f"{allocator} · {what}"] = (phases, [by_phase[p][col] / 2 ** 20 for p in phases])
     return charts.bars(
         f"fragmentation-memory-run{run_id}", series, f"Allocator memory before and after eviction · {label}",
         "Bytes allocated (held by live tensors) and reserved (held by the allocator) after admitting the "
         "requests, after evicting a random subset, and after empty_cache(), for the default allocator and "
         "expandable segments. The gap between a reserved bar and its allocated bar is memory kept but unused.",
-        "phase", "MB")
+        "phase", "MiB")
 
 
 @dataclass
