@@ -4,11 +4,15 @@ shows as a diff here; if the change is intended, regenerate and review `git diff
 
     python scripts/make_golden.py --site-only   # templates/queries changed, same fixture DB
     python scripts/make_golden.py               # experiments changed: new fixture DB from real runs too
+
+Outside CI a machine with other duckdb/plotly/jinja2 versions skips the comparison, saying why; in CI (the
+CI environment variable set, as .ci/run does) it fails instead, and .ci/run installs the pinned versions.
 """
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 
 import pytest
@@ -31,8 +35,11 @@ def _golden_versions() -> dict:
 def test_site_matches_golden_snapshot(built_site):
     want, have = _golden_versions(), make_golden.versions()
     if want != have:
-        pytest.skip(f"golden snapshot was made with {want}, this environment has {have}; their output formats "
-                    "differ, so regenerate it here with `python scripts/make_golden.py --site-only` to compare")
+        why = (f"golden snapshot was made with {want}, this environment has {have}; their output formats "
+               "differ, so regenerate it here with `python scripts/make_golden.py --site-only` to compare")
+        if os.environ.get("CI"):  # CI installs the pinned versions (.ci/run): a mismatch there is a failure
+            pytest.fail(f"{why}. CI must install the versions in tests/golden/versions.json")
+        pytest.skip(why)
     manifest = (GOLDEN.parent / "manifest.txt").read_text(encoding="utf-8").split()
     built = sorted(str(p.relative_to(built_site)) for p in built_site.rglob("*") if p.is_file())
     missing, extra = sorted(set(manifest) - set(built)), sorted(set(built) - set(manifest))
