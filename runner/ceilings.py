@@ -14,7 +14,6 @@ GB here is 10^9 bytes, as in datasheets.
 """
 from __future__ import annotations
 
-import os
 import re
 
 from .timing import gbs, time_fn
@@ -52,49 +51,23 @@ def table_peak(name: str) -> float | None:
     return None
 
 
-def _nvml_handle(pynvml, device):
-    """The NVML handle of the torch device. NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES, so match by
-    UUID where torch exposes it, and fall back to the index only when nothing remaps devices."""
-    import torch
-
-    props = torch.cuda.get_device_properties(device)
-    uuid = str(getattr(props, "uuid", "") or "")
-    if uuid:
-        for candidate in (uuid, uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"):
-            try:
-                return pynvml.nvmlDeviceGetHandleByUUID(candidate)
-            except Exception:  # noqa: BLE001 - wrong spelling of the UUID: try the next
-                continue
-    if "CUDA_VISIBLE_DEVICES" not in os.environ:
-        return pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
-    return None
-
-
 def nvml_peak(device) -> float | None:
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver library, no permission: use the table
-        return None
-    try:
-        handle = _nvml_handle(pynvml, device)
-        if handle is None:
+    from .probes import nvml, nvml_handle
+
+    with nvml() as pynvml:
+        if pynvml is None:
             return None
-        mem_clock_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
-        bus_width_bits = pynvml.nvmlDeviceGetMemoryBusWidth(handle)
+        try:
+            handle = nvml_handle(pynvml, device)
+            if handle is None:
+                return None
+            mem_clock_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+            bus_width_bits = pynvml.nvmlDeviceGetMemoryBusWidth(handle)
+        except Exception:  # noqa: BLE001 - old NVML without bus width, MIG slice, ...: use the table
+            return None
         if not mem_clock_mhz or not bus_width_bits:
             return None
         return mem_clock_mhz * 1e6 * bus_width_bits * 2 / 8 / 1e9
-    except Exception:  # noqa: BLE001 - old NVML without bus width, MIG slice, ...: use the table
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def theoretical_peak(device) -> tuple[float | None, str | None]:

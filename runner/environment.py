@@ -6,6 +6,8 @@ import platform
 import socket
 import sys
 
+from .probes import host_total_bytes, nvml_driver_version
+
 
 def _cpu_name() -> str:
     try:
@@ -16,27 +18,6 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def _host_memory_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _nvml_driver() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            v = pynvml.nvmlSystemGetDriverVersion()
-            return v.decode() if isinstance(v, bytes) else v
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVML (CPU box, or library absent): driver stays unknown
-        return None
 
 
 def kvreport_commit() -> str | None:
@@ -75,7 +56,7 @@ def collect(device) -> dict:
         "os": f"{platform.system()} {platform.release()}",
         "cpu": _cpu_name(),
         "cpu_count": os.cpu_count(),
-        "host_memory_bytes": _host_memory_bytes(),
+        "host_memory_bytes": host_total_bytes(),
         "host": socket.gethostname(),
         "command_line": " ".join(["kvreport", *sys.argv[1:]]),
         "kvreport_commit": kvreport_commit(),
@@ -90,7 +71,7 @@ def collect(device) -> dict:
             "gpu_memory_bytes": int(props.total_memory),
             "gpu_count": torch.cuda.device_count(),
             "cuda_version": torch.version.cuda,
-            "driver_version": _nvml_driver(),
+            "driver_version": nvml_driver_version(),
         })
     else:
         info["device_name"] = info["cpu"]

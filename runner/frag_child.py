@@ -1,14 +1,15 @@
 """The fragmentation scenario, run in a fresh process so PYTORCH_CUDA_ALLOC_CONF (read once, when CUDA's
 allocator starts) can differ between runs. Imports torch only: the model's KV shapes are enough.
 
-    python -m runner.frag_child '{"device": "cuda:0", "n_layers": 12, ...}'
+    python -m kvreport.runner.frag_child '{"device": "cuda:0", "n_layers": 12, ...}'
 
 Scenario (fixed seed): requests of varied lengths are admitted one by one, each allocating per-layer K and
 V tensors [1, kv_heads, len, head_dim] the way transformers' DynamicCache holds them; then every live
 request decodes `decode_steps` tokens, and each step replaces each tensor by a one-token-longer copy
 (DynamicCache appends with torch.cat), which is what leaves holes in the allocator's segments. Then a
 random subset is evicted, and finally empty_cache() returns what it can to the driver. Allocator
-counters are read after each phase. One JSON object on stdout; errors go to stderr with exit code 1,
+counters are read after each phase (runner/probes.py), with the expandable segments held and the peak
+reserved during the phase (the first phase is admission plus the cache growth of decoding). One JSON object on stdout; errors go to stderr with exit code 1,
 a non-CUDA device is refused with exit code 3.
 """
 from __future__ import annotations
@@ -18,13 +19,7 @@ import os
 import random
 import sys
 
-STAT_KEYS = {
-    "allocated_bytes": "allocated_bytes.all.current",
-    "reserved_bytes": "reserved_bytes.all.current",
-    "inactive_split_bytes": "inactive_split_bytes.all.current",
-    "num_alloc_retries": "num_alloc_retries",
-}
-
+from .probes import CudaAllocator
 
 def plan(spec: dict) -> tuple[list[int], list[int]]:
     """(prompt length per request, indices of the requests evicted): deterministic in spec['seed']."""
@@ -33,13 +28,6 @@ def plan(spec: dict) -> tuple[list[int], list[int]]:
     n_evict = max(1, round(spec["evict_fraction"] * spec["n_requests"]))
     evicted = sorted(rng.sample(range(spec["n_requests"]), n_evict))
     return lengths, evicted
-
-
-def _expandable_in_use(torch) -> bool | None:
-    """Whether the allocator really made expandable segments (None: this torch does not say)."""
-    segments = torch.cuda.memory_snapshot()
-    flags = [s["is_expandable"] for s in segments if "is_expandable" in s]
-    return any(flags) if flags else None
 
 
 def scenario(spec: dict) -> dict:
@@ -54,13 +42,21 @@ def scenario(spec: dict) -> dict:
     kv_heads, head_dim, n_layers = spec["n_kv_heads"], spec["head_dim"], spec["n_layers"]
     lengths, evicted = plan(spec)
 
+    alloc = CudaAllocator(device)
+
     def stats(phase: str, live: int, evicted_bytes: int) -> dict:
-        torch.cuda.synchronize(device)
-        s = torch.cuda.memory_stats(device)
-        return {"phase": phase, **{k: int(s.get(v, 0)) for k, v in STAT_KEYS.items()},
-                "live_requests": live, "evicted_bytes": evicted_bytes}
+        """The allocator's counters after a phase, the expandable segments it holds, and the peak reserved
+        during the phase (then the peak is reset, so each phase reports its own)."""
+        segments = alloc.expandable_segments()
+        row = {"phase": phase, **alloc.stats(), "live_requests": live, "evicted_bytes": evicted_bytes,
+               "peak_reserved_bytes": alloc.peak_reserved(),
+               "expandable_segments": segments[0] if segments else None,
+               "expandable_segment_bytes": segments[1] if segments else None}
+        alloc.reset_peak()
+        return row
 
     requests: list[list[torch.Tensor]] = []
+    alloc.reset_peak()  # the first phase's peak covers admission and the cache growth of decoding
     with torch.inference_mode():
         for n in lengths:
             requests.append([torch.empty(1, kv_heads, n, head_dim, dtype=dtype, device=device).normal_()
@@ -80,7 +76,9 @@ def scenario(spec: dict) -> dict:
         torch.cuda.empty_cache()
         phases.append(stats("after_empty_cache", live, evicted_bytes))
         kv_live = sum(t.numel() * t.element_size() for r in requests if r is not None for t in r)
-    return {"phases": phases, "kv_live_bytes": kv_live, "expandable_in_use": _expandable_in_use(torch),
+    segments = alloc.expandable_segments()
+    return {"phases": phases, "kv_live_bytes": kv_live,
+            "expandable_in_use": None if segments is None else segments[0] > 0,
             "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "torch_version": torch.__version__}
 
 

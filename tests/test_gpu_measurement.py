@@ -188,3 +188,59 @@ def test_triton_gather_rejects_mismatched_shapes():
         gather_rows(src, torch.tensor([0, 1]), torch.zeros(3, 8))
     with pytest.raises(ValueError, match="one dtype"):
         gather_rows(src, torch.tensor([0]), torch.zeros(1, 8, dtype=torch.float16))
+
+
+# --- probes -------------------------------------------------------------------------------------------
+
+class FakeNVML:
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+    nvmlClocksThrottleReasonGpuIdle = 0x1
+    nvmlClocksThrottleReasonSwPowerCap = 0x4
+    nvmlClocksThrottleReasonHwThermalSlowdown = 0x40
+
+    def __init__(self, mask=0x4 | 0x40 | 0x1000, power=True):
+        self.mask, self.power = mask, power
+
+    def nvmlDeviceGetClockInfo(self, handle, which):
+        return {0: 1980, 1: 3201}[which]
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        if not self.power:
+            raise RuntimeError("not supported")
+        return 412_345  # milliwatts
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return 61
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return self.mask
+
+
+def test_device_state_reads_nvml_fields_and_names_throttle_reasons():
+    from kvreport.runner import probes
+
+    s = probes.read_device_state(FakeNVML(), handle=object())
+    assert (s.sm_clock_mhz, s.mem_clock_mhz, s.power_w, s.temp_c) == (1980, 3201, pytest.approx(412.345), 61)
+    assert s.throttle_reasons == "sw_power_cap,hw_thermal,other(0x1000)"
+    assert s.row("kv_compact_v2", "after") == {"experiment": "kv_compact_v2", "moment": "after", "sm_clock_mhz": 1980,
+                                               "mem_clock_mhz": 3201, "power_w": pytest.approx(412.345),
+                                               "temp_c": 61, "throttle_reasons": "sw_power_cap,hw_thermal,other(0x1000)"}
+    quiet = probes.read_device_state(FakeNVML(mask=0, power=False), handle=object())
+    assert quiet.throttle_reasons == "none" and quiet.power_w is None  # an unsupported field is NULL, not an error
+    assert probes.device_state(CPU) is None
+
+
+def test_probes_and_pricing_import_without_torch():
+    code = ("import sys; import kvreport.runner.probes, kvreport.runner.audit.pricing; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_host_memory_probes():
+    from kvreport.runner import probes
+
+    free, source = probes.host_available()
+    total = probes.host_total_bytes()
+    assert 0 < free <= total and "this host" in source

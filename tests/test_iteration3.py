@@ -55,12 +55,13 @@ def test_pressure_stops_at_the_cap_and_records_every_request(tiny, monkeypatch):
         assert c["theoretical_max_requests"] == c["free_bytes"] // c["bytes_per_request"]
         assert c["capacity_tokens"] == c["kv_budget_bytes"] // 1024
         assert c["device_usable_after"] is True and "CPU" in c["notes"]
+        assert c["prefill_batch"] == 1 and c["oom_child_status"] == "skipped"
     assert any(line.startswith("KV capacity ") and "max concurrency" in line for line in result.summary)
 
 
 def test_pressure_stops_below_the_ceiling():
     memory = pressure.TensorMemory()
-    adm = pressure.admit(lambda: fake_cache(4096), 16, cap=100, ceiling_bytes=10_000, deadline=math.inf,
+    adm = pressure.admit(lambda k=1: fake_cache(4096 * k), 16, cap=100, ceiling_bytes=10_000, deadline=math.inf,
                          memory=memory, estimate_bytes=4096)
     # 2 x 4096 fit; a third would reach 12,288 > 10,000: stop before it, not after
     assert adm.stop_reason == "ceiling" and len(adm.rows) == 2
@@ -69,9 +70,32 @@ def test_pressure_stops_below_the_ceiling():
 
 def test_pressure_stops_at_the_time_budget():
     ticks = iter(range(100))
-    adm = pressure.admit(lambda: fake_cache(64), 16, cap=100, ceiling_bytes=1 << 30, deadline=2.5,
+    adm = pressure.admit(lambda k=1: fake_cache(64 * k), 16, cap=100, ceiling_bytes=1 << 30, deadline=2.5,
                          memory=pressure.TensorMemory(), estimate_bytes=64, clock=lambda: next(ticks))
     assert adm.stop_reason == "time" and len(adm.rows) == 3  # clock 0, 1, 2 admit; 3 > 2.5 stops
+
+
+def test_pressure_fills_in_batches_and_shrinks_the_last_one_to_the_ceiling():
+    sizes = []
+
+    def prefill(k=1):
+        sizes.append(k)
+        return fake_cache(4096 * k)
+
+    adm = pressure.admit(prefill, 16, cap=1000, ceiling_bytes=30_000, deadline=math.inf,
+                         memory=pressure.TensorMemory(), estimate_bytes=4096, batch=4)
+    # 4 requests (16,384 B), then room for 3 more under 30,000 B, then none: measured to the ceiling
+    assert sizes == [4, 3] and [r["n_requests"] for r in adm.rows] == [4, 7]
+    assert adm.stop_reason == "ceiling" and adm.rows[-1]["kv_bytes"] == 7 * 4096 <= 30_000
+
+
+def test_oom_child_is_skipped_on_cpu_and_refuses_a_cpu_device(tiny):
+    from kvreport.runner.child_process import ChildError, run_json_child
+
+    status, note = pressure.oom_recovery(make_ctx(tiny))
+    assert status == "skipped" and "OOM killer" in note
+    with pytest.raises(ChildError, match="out-of-memory child: scenario child exited 3: .*needs a CUDA"):
+        run_json_child("kvreport.runner.oom_child", {"device": "cpu"}, "out-of-memory child", 120)
 
 
 @pytest.mark.parametrize("error", [torch.cuda.OutOfMemoryError, MemoryError])
@@ -85,7 +109,7 @@ def test_pressure_out_of_memory_is_caught_recorded_and_freed(tiny, monkeypatch, 
         return real_check(ctx)
 
     def fake_make_prefill(ctx, seq_len):
-        def prefill():
+        def prefill(k=1):
             if len(made) % 3 == 2:  # the third request of every length fails
                 made.append(None)
                 raise error("CUDA out of memory. Tried to allocate 20.00 MiB")
@@ -289,6 +313,52 @@ def _parse(path):
     return p
 
 
+class _Rows(HTMLParser):
+    """The body rows of one table (by id) as lists of cell texts."""
+
+    def __init__(self, table_id):
+        super().__init__()
+        self.table_id, self.rows, self._in, self._cell = table_id, [], False, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._in = dict(attrs).get("id") == self.table_id
+        elif self._in and tag == "tr":
+            self.rows.append([])
+        elif self._in and tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if self._in and tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "table":
+            self._in = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def claim_verdicts(out, page: str) -> dict:
+    """{(claim_id, run id or None): verdict} of the claims table on a topic page, read from the HTML: the
+    claim text of each row is mapped to its id through the site's own claims ledger CSV."""
+    import csv
+
+    with open(out / "data" / "claims-ledger.csv", newline="", encoding="utf-8") as f:
+        ids = {r["claim"]: r["claim_id"] for r in csv.DictReader(f)}
+    parser = _Rows(f"{page}-claims")
+    parser.feed((out / f"{page}.html").read_text(encoding="utf-8"))
+    header, *body = parser.rows
+    col = {name: header.index(name) for name in ("claim", "run", "verdict")}
+    got = {}
+    for row in body:
+        key = (ids[row[col["claim"]]], None if row[col["run"]] == "–" else int(row[col["run"]]))
+        assert key not in got, key
+        got[key] = row[col["verdict"]]
+    return got
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, tiny):
     """A real quick run of the three experiments, plus a synthetic run whose interference breaks the bound
@@ -341,12 +411,15 @@ def test_pages_build_with_charts_tables_and_cpu_notes(site):
 def test_pressure_page_shows_the_engine_line_and_verdicts(site):
     page = _parse(site[0] / "pressure.html")
     assert re.search(r"KV capacity [\d,]+ tokens; max concurrency [\d,.]+ requests at 128 tokens", page.all)
-    # the seed's 414 does not follow from its own 7.5 GB; 882 MB is exactly 49 x 18 MiB
-    assert "refuted" in page.verdicts["pressure-claims"] and "confirmed" in page.verdicts["pressure-claims"]
     assert "414 needs 7.28 GiB free" in page.all
-    # the GPU-shaped run: 49 requests fit (expected), 414 x 512 from 7,452 MiB free, the OOM is listed
-    assert "expected" in page.verdicts["pressure-claims"]
     assert "414 x 512" in page.all and "Out-of-memory stops" in page.all
+    out, gpu = site
+    # The seed's 414 does not follow from its own 7.5 GB (inconsistent); 882 MB is exactly 49 x 18 MiB. The
+    # GPU-shaped run: 49 requests fit (expected), 414 x 512 from 7,452 MiB free, 3.7x the weights.
+    assert claim_verdicts(out, "pressure") == {
+        ("pressure-49x512-bytes", None): "confirmed", ("pressure-49x512-bytes", gpu): "confirmed",
+        ("pressure-49-fit", gpu): "expected", ("pressure-kv-vs-model", gpu): "confirmed",
+        ("pressure-theoretical-max", None): "inconsistent", ("pressure-theoretical-max", gpu): "confirmed"}
     assert "allocated Δ, 512 tokens" in (site[0] / "pressure.html").read_text(encoding="utf-8")
 
 
@@ -354,16 +427,24 @@ def test_interference_page_flags_the_violation_instead_of_a_speed_up(site):
     out, run_id = site
     page = _parse(out / "interference.html")
     assert "Sanity bound violated" in page.all and f"{run_id}" in page.all
-    # the seed's arithmetic row and the synthetic violating run: refuted, and not evidence
-    assert "refuted" in page.verdicts["interference-claims"]
-    assert "not measured" in page.verdicts["interference-claims"]
+    # The seed's own figures are inconsistent; the synthetic GPU run violating the bound is not evidence;
+    # the CPU run's threads are context only, pending a GPU.
+    cpu = 1
+    assert claim_verdicts(out, "interference") == {
+        ("interference-both-faster", None): "inconsistent", ("interference-both-faster", cpu): "not yet measured on a GPU",
+        ("interference-both-faster", run_id): "not measured",
+        ("interference-compact-alone", cpu): "not yet measured on a GPU",
+        ("interference-compact-alone", run_id): "differs by hardware"}
     index = _parse(out / "index.html")
     assert "flagged as a measurement error, not a speed-up" in index.all
 
 
 def test_crossover_page_shows_gqa_and_the_388_verdict(site):
     page = _parse(site[0] / "crossover.html")
-    assert "refuted" in page.verdicts["crossover-claims"]  # ~388 x batch
-    assert "confirmed" in page.verdicts["crossover-claims"]  # 6,751
+    # The formula rows (no run): GPT-2's 6,751 and 16 x 512 hold, "~388 x batch" for 7B does not; neither
+    # run's model is GPT-2 or a 7B, so no run rows.
+    assert claim_verdicts(site[0], "crossover") == {
+        ("crossover-gpt2-one-request", None): "confirmed", ("crossover-gpt2-16x512", None): "confirmed",
+        ("crossover-7b-388", None): "refuted"}
     assert "25,705" in page.all and "122,532" in page.all
     assert "llama-3.1-8b keeps 8 of 32" in page.all

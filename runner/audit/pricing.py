@@ -6,7 +6,6 @@ are priced from their hyperparameters without importing transformers, so an audi
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -100,21 +99,9 @@ def memory_from_db(con, model: str) -> Memory:
 
 def memory_now(device) -> Memory:
     """Free memory measured right now on the device the run uses."""
-    if getattr(device, "type", "cpu") == "cuda":
-        import torch
+    from ..probes import cuda_free_bytes, host_available
 
-        free, _total = torch.cuda.mem_get_info(device)
-        return Memory(int(free), f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return Memory(int(line.split()[1]) * 1024, "measured: MemAvailable of this host now "
-                                                               "(/proc/meminfo)")
-    except OSError:
-        pass
-    try:
-        return Memory(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-                      "measured: available physical pages of this host now")
-    except (ValueError, OSError, AttributeError):
-        return Memory(None, None)
+    if getattr(device, "type", "cpu") == "cuda":
+        return Memory(cuda_free_bytes(device)[0], f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
+    free, source = host_available()
+    return Memory(free, f"measured: {source}" if source else None)

@@ -29,6 +29,7 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
     from ..environment import collect
     from ..experiments import RunContext, Skip, registry
     from ..models import load_config, load_model
+    from ..probes import device_state
     from ..store import Store
 
     _sigterm_as_interrupt()
@@ -63,23 +64,25 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
                 echo(f"[{i}/{len(experiments)}] {exp.name} (iteration {exp.iteration})")
                 started = time.perf_counter()
                 started_at = _utcnow()
+                before = device_state(dev)  # NVML clocks/power/temperature/throttle; None off CUDA
                 try:
                     with torch.inference_mode():
                         result = exp.run(ctx)
-                    store.record_experiment(run_id, exp.name, "ok", None, result.tables, started_at,
+                    store.record_experiment(run_id, exp.name, "ok", None,
+                                            {**result.tables, **_state_rows(exp.name, before, dev)}, started_at,
                                             time.perf_counter() - started)
                     summary.extend(result.summary)
                     echo(f"  ok in {time.perf_counter() - started:.1f}s")
                 except Skip as skip:
-                    store.record_experiment(run_id, exp.name, "skipped", str(skip), None, started_at,
-                                            time.perf_counter() - started)
+                    store.record_experiment(run_id, exp.name, "skipped", str(skip), _state_rows(exp.name, before, dev),
+                                            started_at, time.perf_counter() - started)
                     echo(f"  skipped: {skip}")
                 except (KeyboardInterrupt, SystemExit):
                     raise
                 except Exception as exc:  # noqa: BLE001 - one broken experiment must not lose the others
                     reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                    store.record_experiment(run_id, exp.name, "failed", reason, None, started_at,
-                                            time.perf_counter() - started)
+                    store.record_experiment(run_id, exp.name, "failed", reason, _state_rows(exp.name, before, dev),
+                                            started_at, time.perf_counter() - started)
                     echo(f"  FAILED: {reason}")
                     status = "failed"
                 finally:
@@ -99,6 +102,15 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
         return run_id
     finally:
         store.close()
+
+
+def _state_rows(experiment: str, before, device) -> dict:
+    """device_state rows read before and after an experiment (issue 11): empty where NVML is absent."""
+    from ..probes import device_state
+
+    rows = [s.row(experiment, moment) for moment, s in (("before", before), ("after", device_state(device)))
+            if s is not None]
+    return {"device_state": rows} if rows else {}
 
 
 def _sigterm_as_interrupt() -> None:

@@ -15,8 +15,6 @@ size (a copy moving the same bytes, runner/ceilings.py) and the theoretical peak
 """
 from __future__ import annotations
 
-import torch
-
 from . import Result, RunContext
 from ..ceilings import MIB, new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import FLUSH_FACTOR, METHODS, Flusher, is_correct, make_workload, planned_workloads

@@ -5,17 +5,16 @@ The allocator reads its configuration once, when CUDA starts, so each setting ru
 process (runner/frag_child.py, torch only, tensors of this model's real per-request KV shapes). Same
 scenario and seed for both: admit requests of varied lengths, decode a few tokens each (DynamicCache
 grows by torch.cat), evict a random subset, then empty_cache(). Counters: allocated, reserved,
-inactive-split bytes and allocation retries after each phase. Retention = reserved - allocated.
+inactive-split bytes and allocation retries after each phase, the peak reserved during it (the first
+phase is admission plus decode growth), and the expandable segments the allocator holds (after
+empty_cache: what expandable_segments could not give back). Retention = reserved - allocated.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 from . import Result, RunContext, Skip
+from ..child_process import ChildError, run_json_child
 from ..kv_formula import kv_shape
 
 NAME = "kv_frag_v2"
@@ -27,7 +26,7 @@ CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the second is t
 CHILD_TIMEOUT_S = 120  # a child needs ~10 s (torch import, CUDA init, <1 s of work); a hang must not eat the run
 
 
-class FragChildError(RuntimeError):
+class FragChildError(ChildError):
     pass
 
 
@@ -52,21 +51,8 @@ def run_child(allocator: str, spec: dict, timeout_s: int = CHILD_TIMEOUT_S) -> d
     if ALLOCATORS[allocator]:
         for var in CONF_VARS:
             env[var] = ALLOCATORS[allocator]
-    root = str(Path(__file__).resolve().parents[2])  # so `-m runner.frag_child` imports this checkout
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    try:
-        proc = subprocess.run([sys.executable, "-m", "kvreport.runner.frag_child", json.dumps(spec)], env=env,
-                              capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise FragChildError(f"{allocator} allocator: scenario child timed out after {timeout_s}s") from None
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        raise FragChildError(f"{allocator} allocator: scenario child exited {proc.returncode}: "
-                             f"{lines[-1] if lines else 'no message'}")
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        raise FragChildError(f"{allocator} allocator: scenario child printed no JSON result") from None
+    return run_json_child("kvreport.runner.frag_child", spec, f"{allocator} allocator", timeout_s, env,
+                          error=FragChildError)
 
 
 def run(ctx: RunContext) -> Result:
@@ -90,6 +76,11 @@ def run(ctx: RunContext) -> Result:
         ph = {p["phase"]: p for p in out["phases"]}
         kept = ph["after_evict"]["reserved_bytes"] - ph["after_evict"]["allocated_bytes"]
         kept_ec = ph["after_empty_cache"]["reserved_bytes"] - ph["after_empty_cache"]["allocated_bytes"]
+        ec = ph["after_empty_cache"]
+        segs = ("" if ec.get("expandable_segments") is None else
+                f"; {ec['expandable_segments']} expandable segment(s), {ec['expandable_segment_bytes'] / 1e6:,.1f} MB, "
+                "after empty_cache")
         summary.append(f"{allocator} allocator: after evicting {ph['after_evict']['evicted_bytes'] / 1e6:,.1f} MB, "
-                       f"{kept / 1e6:,.1f} MB reserved beyond allocated ({kept_ec / 1e6:,.1f} MB after empty_cache)")
+                       f"{kept / 1e6:,.1f} MB reserved beyond allocated ({kept_ec / 1e6:,.1f} MB after empty_cache); "
+                       f"peak reserved while caches grew {ph['admitted']['peak_reserved_bytes'] / 1e6:,.1f} MB{segs}")
     return Result({"kv_frag_v2": rows}, summary)

@@ -54,19 +54,17 @@ def measure_prefill_delta(model, input_ids, probe, peak_probe=None) -> dict:
 
 
 def _cuda_probes(device):
-    import torch
+    from ..probes import CudaAllocator
 
-    def probe():
-        torch.cuda.synchronize(device)
-        return int(torch.cuda.memory_allocated(device))
+    alloc = CudaAllocator(device)
 
     def peak(reset=False):
         if reset:
-            torch.cuda.reset_peak_memory_stats(device)
+            alloc.reset_peak()
             return None
-        return int(torch.cuda.max_memory_allocated(device))
+        return alloc.peak()
 
-    return probe, peak
+    return alloc.allocated, peak
 
 
 def run(ctx: RunContext) -> Result:

@@ -1,14 +1,17 @@
-"""Iteration 3 (pressure): how many concurrent requests fit, admitted one real prefill at a time.
+"""Iteration 3 (pressure): how many concurrent requests fit, filled with real prefills up to the ceiling.
 
-Each request is a batch-1 prefill of ctx.model whose cache is kept alive, as a server keeps a live
-request's KV. After every admission we record the cache tensor bytes, the allocator's allocated and
-reserved bytes, and stop at the first of:
+Each request is a prefill of ctx.model whose cache is kept alive, as a server keeps a live request's KV;
+on a GPU requests are prefilled PREFILL_BATCH at a time (one cache holding k requests) so the fill
+reaches the ceiling within the time budget, on the CPU one at a time. After every admission we record
+the cache tensor bytes, the allocator's allocated and reserved bytes, and stop at the first of:
 - the ceiling: CEILING_FRACTION of the device memory free at the start (KVREPORT_PRESSURE_FRACTION),
   checked *before* a prefill using the bytes the next request will need (its cache plus the largest
   prefill transient seen so far: logits and activations), so the run stays below the line;
-- the request cap or the time budget (an H200 holds thousands of GPT-2 requests; the cap keeps the
-  run short, and the theoretical maximum is computed instead);
+- the time budget, or a request cap on the CPU only (a GPU has none: its capacity is measured by filling
+  it, not extrapolated from a capped sample);
 - an out-of-memory error, which is caught, everything freed, and the device checked usable afterwards.
+Then, on a GPU, one deliberate out-of-memory in a child process (runner/oom_child.py) proves the
+recovery path without risking this run: the error is caught, the memory freed, a forward pass still runs.
 
 The theoretical maximum is free memory / measured bytes per request (the seed's definition), and the
 serving-engine view is KV capacity = KV budget / bytes per token with max concurrency = capacity / L.
@@ -31,6 +34,7 @@ from . import Result, RunContext
 from ..errors import UserError
 from ..kv_cache import cache_bytes, cache_layers, forward_with_cache
 from ..kv_formula import kv_shape
+from ..probes import CudaAllocator, cuda_free_bytes, host_available_bytes, host_total_bytes
 
 NAME = "kv_pressure_v3"
 ITERATION = "3"
@@ -44,8 +48,12 @@ CPU_CEILING_RAM_SHARE = 0.05
 # (env KVREPORT_PRESSURE_TIME_S). A GPT-2 prefill on an H200 takes milliseconds, so 512 x 3 lengths fit
 # in well under a minute; an 8B model's 256..1024-token prefills take ~15-35 ms each, ~45 s for all three.
 # The budget is a hard stop for a slower box, sized so one run of the whole suite stays within minutes.
-CAPS = {("cuda", False): 512, ("cuda", True): 64, ("cpu", False): 32, ("cpu", True): 8}
-TIME_BUDGET_S = {("cuda", False): 120.0, ("cuda", True): 30.0, ("cpu", False): 30.0, ("cpu", True): 6.0}
+# On a GPU there is no request cap: the ceiling (or the time budget) stops the fill, so capacity is
+# measured, not extrapolated; requests are prefilled PREFILL_BATCH at a time to fill it within the budget.
+CAPS = {("cuda", False): 1_000_000, ("cuda", True): 1_000_000, ("cpu", False): 32, ("cpu", True): 8}
+PREFILL_BATCH = {("cuda", False): 16, ("cuda", True): 8, ("cpu", False): 1, ("cpu", True): 1}
+TIME_BUDGET_S = {("cuda", False): 60.0, ("cuda", True): 20.0, ("cpu", False): 30.0, ("cpu", True): 6.0}
+OOM_CHILD_TIMEOUT_S = 120
 
 # What an allocation failure raises: the CUDA caching allocator's error (torch.OutOfMemoryError in recent
 # releases, same class), or Python's MemoryError for a host allocation that fails without the OOM killer.
@@ -84,27 +92,6 @@ def storage_bytes(caches: list) -> int:
     return total
 
 
-class CudaMemory:
-    """The CUDA caching allocator's counters for one device."""
-    source = "cuda_allocator"
-
-    def __init__(self, device):
-        self.torch, self.device = torch, device
-
-    def allocated(self) -> int:
-        self.torch.cuda.synchronize(self.device)
-        return int(self.torch.cuda.memory_allocated(self.device))
-
-    def reserved(self) -> int | None:
-        return int(self.torch.cuda.memory_reserved(self.device))
-
-    def reset_peak(self) -> None:
-        self.torch.cuda.reset_peak_memory_stats(self.device)
-
-    def peak(self) -> int | None:
-        return int(self.torch.cuda.max_memory_allocated(self.device))
-
-
 class TensorMemory:
     """CPU stand-in: the storage bytes of the live caches; no reserved pool, no peak counter."""
     source = "tensor_storage"
@@ -135,44 +122,50 @@ class Admission:
     error: str | None = None
 
 
-def admit(prefill: Callable[[], object], seq_len: int, cap: int, ceiling_bytes: int, deadline: float,
-          memory, estimate_bytes: int, clock: Callable[[], float] = time.perf_counter) -> Admission:
-    """Admit requests one at a time until the cap, the ceiling, the deadline or an out-of-memory error.
+def admit(prefill: Callable[[int], object], seq_len: int, cap: int, ceiling_bytes: int, deadline: float,
+          memory, estimate_bytes: int, clock: Callable[[], float] = time.perf_counter,
+          batch: int = 1) -> Admission:
+    """Admit requests, up to `batch` per prefill, until the cap, the ceiling, the deadline or an
+    out-of-memory error.
 
-    `prefill()` returns one request's cache; tests inject fakes (one that raises OutOfMemoryError to
-    exercise the OOM path). The ceiling is checked before each prefill against what the next one needs,
-    so the run never crosses it on purpose; an OOM below the ceiling (another tenant, fragmentation) is
-    still caught. On OOM the caches are returned so the caller frees them outside the except block (the
-    traceback pins the failed forward's tensors while it is being handled)."""
+    `prefill(k)` returns one cache holding k requests; tests inject fakes (one that raises
+    OutOfMemoryError to exercise the OOM path). The ceiling is checked before each prefill against what
+    the next one needs (a smaller batch when a full one would cross it), so the run never crosses it on
+    purpose; an OOM below the ceiling (another tenant, fragmentation) is still caught. On OOM the caches
+    are returned so the caller frees them outside the except block (the traceback pins the failed
+    forward's tensors while it is being handled)."""
     # TensorMemory counts the caches it is handed, so it and this loop share one list.
     caches = memory.caches if isinstance(memory, TensorMemory) else []
     base = memory.allocated()
     rows: list[dict] = []
     overhead, per_request, kv_total = 0, estimate_bytes, 0
-    stop, error = "cap", None
-    while len(caches) < cap:
+    stop, error, admitted = "cap", None, 0
+    while admitted < cap:
         if clock() > deadline:
             stop = "time"
             break
         used = memory.allocated() - base
-        if used + per_request + overhead > ceiling_bytes:
+        room = int((ceiling_bytes - used - overhead) // per_request) if per_request else batch
+        k = min(batch, cap - admitted, room)
+        if k < 1:
             stop = "ceiling"
             break
         memory.reset_peak()
         try:
-            cache = prefill()
+            cache = prefill(k)
         except OOM_ERRORS as exc:
             stop, error = "oom", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
             break
         peak = memory.peak()
         caches.append(cache)
         new_kv = cache_bytes(cache)
-        per_request = new_kv
+        per_request = new_kv / k
         kv_total += new_kv
+        admitted += k
         allocated = memory.allocated()
         if peak is not None:  # transient above what stays: logits, activations, matmul workspaces
             overhead = max(overhead, peak - allocated)
-        rows.append({"seq_len": seq_len, "n_requests": len(caches), "kv_bytes": kv_total,
+        rows.append({"seq_len": seq_len, "n_requests": admitted, "kv_bytes": kv_total,
                      "allocated_bytes": allocated, "reserved_bytes": memory.reserved(),
                      "allocated_delta_bytes": allocated - base, "memory_source": memory.source})
     return Admission(rows, caches, stop, base, overhead, error)
@@ -194,29 +187,14 @@ def capacity(seq_len: int, bytes_per_request: int, free_bytes: int, ceiling_byte
     }
 
 
-def _host_available_bytes() -> int:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-
-
-def _host_total_bytes() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def free_and_ceiling(ctx: RunContext, fraction: float) -> tuple[int, int]:
     if ctx.is_cuda:
         gc.collect()
         torch.cuda.empty_cache()
-        free, _total = torch.cuda.mem_get_info(ctx.device)
-        return int(free), int(free * fraction)
-    free = _host_available_bytes()
-    return free, int(min(CPU_CEILING_BYTES, CPU_CEILING_RAM_SHARE * _host_total_bytes(), free) * fraction)
+        free, _total = cuda_free_bytes(ctx.device)
+        return free, int(free * fraction)
+    free = host_available_bytes()
+    return free, int(min(CPU_CEILING_BYTES, CPU_CEILING_RAM_SHARE * host_total_bytes(), free) * fraction)
 
 
 def release(ctx: RunContext, caches: list) -> bool:
@@ -243,10 +221,9 @@ def device_usable(ctx: RunContext) -> bool:
         return False
 
 
-def make_prefill(ctx: RunContext, seq_len: int) -> Callable[[], object]:
-    ids = ctx.input_ids(1, seq_len)
-
-    def prefill():
+def make_prefill(ctx: RunContext, seq_len: int) -> Callable[[int], object]:
+    def prefill(k: int = 1):
+        ids = ctx.input_ids(k, seq_len)
         with torch.inference_mode():  # no autograd graph pinning activations, whoever calls this
             logits, cache = forward_with_cache(ctx.model, ids)
         del logits  # a server keeps the cache, not the full-sequence logits
@@ -259,6 +236,7 @@ def run(ctx: RunContext) -> Result:
     key = ("cuda" if ctx.is_cuda else "cpu", bool(ctx.quick))
     fraction = _env_number("KVREPORT_PRESSURE_FRACTION", CEILING_FRACTION, 0.0, 1.0)
     cap = int(_env_number("KVREPORT_PRESSURE_CAP", CAPS[key], 0.0, 1e6))
+    batch = PREFILL_BATCH[key]
     budget_s = _env_number("KVREPORT_PRESSURE_TIME_S", TIME_BUDGET_S[key], 0.0, 1e5)
     seqs = sweep(ctx)
     weight_bytes = ctx.loaded.weight_bytes()
@@ -270,15 +248,15 @@ def run(ctx: RunContext) -> Result:
         remaining = budget_s - (time.perf_counter() - started)
         deadline = time.perf_counter() + max(0.0, remaining) / (len(seqs) - i)
         free, ceiling = free_and_ceiling(ctx, fraction)
-        memory = CudaMemory(ctx.device) if ctx.is_cuda else TensorMemory()
+        memory = CudaAllocator(ctx.device) if ctx.is_cuda else TensorMemory()
         formula_bpr = shape.cache_bytes(seq_len, 1, ctx.dtype_bytes)
         ctx.progress(f"admitting requests of {seq_len} tokens (cap {cap}, ceiling {ceiling / 2**20:,.0f} MiB)")
         t0 = time.perf_counter()
-        adm = admit(make_prefill(ctx, seq_len), seq_len, cap, ceiling, deadline, memory, formula_bpr)
+        adm = admit(make_prefill(ctx, seq_len), seq_len, cap, ceiling, deadline, memory, formula_bpr, batch=batch)
         elapsed = time.perf_counter() - t0
-        n = len(adm.rows)
         last = adm.rows[-1] if adm.rows else None
-        bpr = adm.rows[0]["kv_bytes"] if adm.rows else None
+        n = last["n_requests"] if last else 0
+        bpr = adm.rows[0]["kv_bytes"] // adm.rows[0]["n_requests"] if adm.rows else None
         usable = release(ctx, adm.caches)
         del adm.caches
         notes = []
@@ -299,7 +277,7 @@ def run(ctx: RunContext) -> Result:
             "formula_bytes_per_request": formula_bpr, "dtype_bytes": ctx.dtype_bytes, "memory_source": memory.source,
             "device_usable_after": usable, "elapsed_s": elapsed, "notes": "; ".join(notes) or None,
             "theoretical_max_requests": None, "ceiling_max_requests": None, "kv_budget_bytes": None,
-            "capacity_tokens": None, "max_concurrency": None,
+            "capacity_tokens": None, "max_concurrency": None, "prefill_batch": batch,
         }
         if bpr:
             cap_row.update(capacity(seq_len, bpr, free, ceiling, adm.overhead_bytes))
@@ -312,4 +290,27 @@ def run(ctx: RunContext) -> Result:
         cap_rows.append(cap_row)
         if not usable:
             break  # the device is broken: further lengths would measure nothing meaningful
+    status, note = oom_recovery(ctx)
+    summary.append(f"deliberate out-of-memory in a child process: {status}" + (f" ({note})" if note else ""))
+    for row in cap_rows:
+        row.update(oom_child_status=status, oom_child_note=note)
     return Result({"kv_pressure_v3": rows, "kv_capacity_v3": cap_rows}, summary)
+
+
+def oom_recovery(ctx: RunContext) -> tuple[str, str | None]:
+    """('recovered' | 'failed' | 'skipped', note): one deliberate out-of-memory in a child process
+    (runner/oom_child.py): caught, memory freed, and a forward pass still runs afterwards."""
+    if not ctx.is_cuda:
+        return "skipped", ("CPU: an allocation past the host's memory is the kernel's OOM killer, not an "
+                           "exception, so there is no recovery path to prove")
+    from ..child_process import ChildError, run_json_child
+
+    try:
+        out = run_json_child("kvreport.runner.oom_child", {"device": str(ctx.device)}, "out-of-memory child",
+                             OOM_CHILD_TIMEOUT_S)
+    except ChildError as exc:
+        return "failed", str(exc)
+    detail = (f"caught at {out['allocated_at_oom'] / 2**30:,.1f} GiB allocated, freed: {out['freed']}, "
+              f"forward pass afterwards: {out['forward_ok']}")
+    ok = out["caught"] and out["freed"] and out["forward_ok"]
+    return ("recovered" if ok else "failed"), detail

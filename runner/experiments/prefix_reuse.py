@@ -26,6 +26,7 @@ import torch
 from . import Result, RunContext
 from ..kv_cache import cache_bytes, cache_seq_len, forward_with_cache
 from ..kv_formula import kv_shape
+from ..probes import CudaAllocator, cuda_free_bytes, host_available
 from ..timing import time_fn, time_interleaved
 
 NAME = "prefix_reuse"
@@ -152,23 +153,17 @@ def run(ctx: RunContext) -> Result:
 
 
 def _allocated(ctx: RunContext) -> int | None:
-    if not ctx.is_cuda:
-        return None
-    torch.cuda.synchronize(ctx.device)
-    return int(torch.cuda.memory_allocated(ctx.device))
+    return CudaAllocator(ctx.device).allocated() if ctx.is_cuda else None
 
 
 def _free(ctx: RunContext) -> tuple[int | None, str | None]:
     """Memory a new session's KV could use now: on CUDA the driver's free memory plus what the caching
     allocator holds unused; on the CPU the host's MemAvailable."""
-    from ..audit.pricing import memory_now
-
     if ctx.is_cuda:
-        free, _ = torch.cuda.mem_get_info(ctx.device)
-        idle = torch.cuda.memory_reserved(ctx.device) - torch.cuda.memory_allocated(ctx.device)
-        return int(free + idle), "measured: cudaMemGetInfo free + allocator-reserved unused"
-    m = memory_now(ctx.device)
-    return m.bytes, m.source
+        return (cuda_free_bytes(ctx.device)[0] + CudaAllocator(ctx.device).idle_reserved(),
+                "measured: cudaMemGetInfo free + allocator-reserved unused")
+    free, source = host_available()
+    return free, f"measured: {source}" if source else None
 
 
 def _evict(ctx: RunContext, caches: list, sh: dict) -> list[dict]:

@@ -1,0 +1,39 @@
+"""Run a scenario module in a fresh Python process and read its one-line JSON result.
+
+Used where a measurement needs a process of its own: an allocator setting read once at CUDA start
+(runner/frag_child.py), or a deliberate out-of-memory the parent must survive (runner/oom_child.py).
+The child imports this checkout (PYTHONPATH), gets `spec` as its one JSON argument, prints one JSON object
+last on stdout, and reports failures on stderr with a non-zero exit code.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+class ChildError(RuntimeError):
+    pass
+
+
+def run_json_child(module: str, spec: dict, label: str, timeout_s: int, env: dict | None = None,
+                   error=ChildError) -> dict:
+    """`python -m module 'spec'` with `env` (default: this process's); its JSON result, or `error`
+    naming `label` and the child's last error line."""
+    env = dict(os.environ if env is None else env)
+    # The parent's import path, so the child imports the same kvreport (an editable install, or a
+    # checkout made importable by PYTHONPATH as scripts/gpu_reference.sh does).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    try:
+        proc = subprocess.run([sys.executable, "-m", module, json.dumps(spec)], env=env, capture_output=True,
+                              text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise error(f"{label}: scenario child timed out after {timeout_s}s") from None
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise error(f"{label}: scenario child exited {proc.returncode}: {lines[-1] if lines else 'no message'}")
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise error(f"{label}: scenario child printed no JSON result") from None

@@ -1,0 +1,70 @@
+"""One deliberate CUDA out-of-memory, in a child process, to prove the recovery path without risking the
+parent run: allocate CHUNK-sized blocks until the allocator raises OutOfMemoryError, catch it, free every
+block, check the allocator is back at its baseline, then run a forward pass of a small model (tiny-gpt2,
+random weights) to show the device still computes.
+
+    python -m kvreport.runner.oom_child '{"device": "cuda:0"}'
+
+One JSON object on stdout: {"caught": bool, "allocated_at_oom": bytes, "freed": bool, "forward_ok": bool,
+"error": first line}. Exit 3 on a non-CUDA device (a CPU allocation failure is the kernel's OOM killer,
+not an exception: nothing to prove there), 1 on any other failure.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+CHUNK = 256 << 20
+
+
+def scenario(spec: dict) -> dict:
+    import torch
+
+    device = torch.device(spec["device"])
+    if device.type != "cuda" or not torch.cuda.is_available():
+        print(f"oom_child: needs a CUDA device, got {spec['device']!r}", file=sys.stderr)
+        sys.exit(3)
+    torch.cuda.set_device(device)
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated(device)
+    blocks, caught, error = [], False, None
+    limit = int(spec.get("max_bytes", 1 << 50)) // CHUNK  # a bound for tests; none on a real run
+    try:
+        while len(blocks) < limit:
+            blocks.append(torch.empty(CHUNK, dtype=torch.uint8, device=device))
+    except torch.cuda.OutOfMemoryError as exc:
+        caught, error = True, (str(exc).splitlines() or [""])[0][:200]
+    allocated_at_oom = len(blocks) * CHUNK
+    blocks.clear()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    freed = torch.cuda.memory_allocated(device) == base
+
+    from .kv_cache import forward_with_cache
+    from .models import load_model
+
+    loaded = load_model("tiny-gpt2", device, torch.float32)
+    with torch.inference_mode():
+        logits, _ = forward_with_cache(loaded.model, torch.randint(0, 100, (1, 8), device=device))
+        forward_ok = bool(torch.isfinite(logits).all().item()) and logits.shape[-1] == loaded.config.vocab_size
+    return {"caught": caught, "allocated_at_oom": allocated_at_oom, "freed": freed, "forward_ok": forward_ok,
+            "error": error}
+
+
+def main(argv: list[str]) -> int:
+    try:
+        spec = json.loads(argv[1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        print(f"oom_child: expected one JSON argument ({exc})", file=sys.stderr)
+        return 2
+    try:
+        out = scenario(spec)
+    except Exception as exc:  # noqa: BLE001 - the parent records the message as the failure reason
+        print(f"oom_child: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
