@@ -50,8 +50,23 @@
     return data;
   }
 
+  // On a phone a legend above the plot eats its height (six entries leave a 130 px plot): put it below
+  // and grow the figure by its rows, so the plot keeps its size.
+  function fitNarrow(el, layout, data) {
+    if (el.clientWidth >= 560) { return layout; }
+    var entries = data.filter(function (t) { return t.showlegend !== false; }).length;
+    if (entries < 2) { return layout; }
+    var rows = 22 * entries;
+    layout.legend = Object.assign({}, layout.legend, { orientation: "v", x: 0, xanchor: "left", y: -0.28,
+      yanchor: "top" });
+    layout.height = (layout.height || 380) + rows;
+    layout.margin = Object.assign({}, layout.margin, { b: ((layout.margin || {}).b || 56) + rows + 30 });
+    return layout;
+  }
+
   function draw(el) {
     var spec = JSON.parse(document.getElementById(el.getAttribute("data-figure")).textContent);
+    fitNarrow(el, spec.layout, spec.data);
     recolor(spec.data);
     // Traces without an explicit colour follow the colorway; reset it so a theme switch re-colours them.
     return Plotly.react(el, spec.data, themed(spec.layout),
