@@ -62,6 +62,7 @@ def test_openai_cached_tokens_are_inside_input(tmp_path):
     assert c1["cache_write_cost_usd"] == 0                              # OpenAI has no cache writes
     assert c1["output_cost_usd"] == pytest.approx(20 * 10e-6)          # 0.0002
     assert c1["cost_usd"] == pytest.approx(0.001575)                    # the figure
+    assert c1["price_source"].startswith("genai-prices") and c1["price_snapshot_date"] == s["price_snapshot_date"]
     # Call 2: nothing cached: 2000 x 2.5e-6 + 100 x 10e-6 = 0.005 + 0.001
     assert c2["cost_usd"] == pytest.approx(0.006)
     assert s["cost_usd"] == pytest.approx(0.007575)

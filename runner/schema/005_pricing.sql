@@ -3,13 +3,16 @@
 -- self-hosted view (idle KV memory in GPU-hours and dollars). Costs are US dollars; NULL means unpriced
 -- (a model no price table knows), never zero.
 
--- Per call, beside its token counts. input_cost_usd is the UNCACHED input only (input_tokens minus cache
--- reads and writes: token_calls.input_tokens counts all input, the OpenTelemetry convention).
+-- Per call, beside its token counts, with where its rates came from. input_cost_usd is the UNCACHED input
+-- only (input_tokens minus cache reads and writes: token_calls.input_tokens counts all input, the
+-- OpenTelemetry convention).
 ALTER TABLE token_calls ADD COLUMN input_cost_usd DOUBLE;
 ALTER TABLE token_calls ADD COLUMN cache_read_cost_usd DOUBLE;
 ALTER TABLE token_calls ADD COLUMN cache_write_cost_usd DOUBLE;
 ALTER TABLE token_calls ADD COLUMN output_cost_usd DOUBLE;
 ALTER TABLE token_calls ADD COLUMN cost_usd DOUBLE;
+ALTER TABLE token_calls ADD COLUMN price_source VARCHAR;
+ALTER TABLE token_calls ADD COLUMN price_snapshot_date DATE;
 
 -- Per session: the sum over its priced calls, and how many calls could not be priced.
 ALTER TABLE token_audit ADD COLUMN cost_usd DOUBLE;

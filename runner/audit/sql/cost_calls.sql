@@ -8,7 +8,7 @@
 -- A call whose row has no rates (a model no price table knows) gets NULL cost: unpriced, not free.
 CREATE OR REPLACE TEMP VIEW _calls_rated AS
 SELECT c.*, p.row_id, p.input_usd_mtok AS r_in, p.cache_read_usd_mtok AS r_read, p.cache_write_usd_mtok AS r_write,
-       p.output_usd_mtok AS r_out, p.request_usd AS r_req,
+       p.output_usd_mtok AS r_out, p.request_usd AS r_req, p.price_source AS p_source, p.snapshot_date AS p_date,
        (c.input_tokens - coalesce(c.cached_input_tokens, 0) - coalesce(c.cache_creation_input_tokens, 0))
          * p.input_usd_mtok / 1e6 AS input_cost_usd,
        coalesce(c.cached_input_tokens, 0) * p.cache_read_usd_mtok / 1e6 AS cache_read_cost_usd,
@@ -27,8 +27,9 @@ LEFT JOIN _price_rows p
 
 -- What `persist` copies into the DB's token_calls: the call's own columns and its costs.
 CREATE OR REPLACE TEMP VIEW _calls_priced AS
-SELECT * EXCLUDE (row_id, r_in, r_read, r_write, r_out, r_req),
-       input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + r_req AS cost_usd
+SELECT * EXCLUDE (row_id, r_in, r_read, r_write, r_out, r_req, p_source, p_date),
+       input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + r_req AS cost_usd,
+       p_source AS price_source, p_date AS price_snapshot_date
 FROM _calls_rated;
 
 -- Per session and per price row, in one pass over the calls. For the what-if (sql/cost_summary.sql) each
