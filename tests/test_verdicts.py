@@ -9,6 +9,7 @@ costs about a tenth of a second.
 from __future__ import annotations
 
 import shutil
+from html.parser import HTMLParser
 import types
 from dataclasses import dataclass, field
 
@@ -93,7 +94,8 @@ def memory_rows(bpt, formula=None, heads=(12, 12), layers=12, head_dim=64, seqs=
 def capacity(bpr=512 * GPT2_BPT16, stop="cap", measured=20, ceiling_max=300, theoretical=414,
              free=int(7.5 * 2**30), weights=2 * GPT2_PARAMS, dtype_bytes=2, seq=512):
     return {"seq_len": seq, "max_requests_measured": measured, "theoretical_max_requests": theoretical,
-            "bytes_per_request": bpr, "free_bytes": free, "ceiling_bytes": int(0.9 * free), "stop_reason": stop,
+            "bytes_per_request": bpr, "free_bytes": free, "ceiling_bytes": int(0.9 * free), "ceiling_fraction": 0.9,
+            "stop_reason": stop,
             "ceiling_max_requests": ceiling_max, "weight_bytes": weights, "dtype_bytes": dtype_bytes}
 
 
@@ -505,3 +507,122 @@ def test_verdict(case, empty_db, tmp_path, monkeypatch):
         for r in got:
             if r["verdict"] == PENDING:  # the CPU figure stays as context, and the reasoning says why
                 assert r["measured_value"] and "only a GPU run can confirm or refute" in r["reasoning"]
+
+
+# --- the verdicts as the built pages show them ---------------------------------------------------------
+
+class ClaimsPage(HTMLParser):
+    """{(claim_id, run id or None): verdict} from claims.html: a claim's id is the `cid` span of its first
+    row (the claim cell spans its rows); each row's run is the number in its run cell, or none."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.verdicts: dict = {}
+        self._claim = self._cell = None
+        self._run = self._verdict = None
+        self._text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        cls = (dict(attrs).get("class") or "").split()
+        if tag == "tr":
+            self._run = self._verdict = None
+        elif tag == "span" and "cid" in cls:
+            self._cell, self._text = "cid", []
+        elif tag == "abbr" and self._cell == "run":
+            self._cell, self._text = "run_id", []
+        elif tag == "td" and ("run" in cls or "verdict-cell" in cls):
+            self._cell, self._text = ("run" if "run" in cls else "verdict"), []
+
+    def handle_endtag(self, tag):
+        text = "".join(self._text).strip()
+        if tag == "span" and self._cell == "cid":
+            self._claim, self._cell = text, None
+        elif tag == "abbr" and self._cell == "run_id":
+            self._run, self._cell = int(text.removeprefix("run ")), None
+        elif tag == "td" and self._cell in ("run", "verdict"):
+            if self._cell == "verdict":
+                self._verdict = text
+            self._cell = None
+        elif tag == "tr" and self._verdict is not None:
+            key = (self._claim, self._run)
+            assert key not in self.verdicts, key
+            self.verdicts[key] = self._verdict
+
+    def handle_data(self, data):
+        if self._cell:
+            self._text.append(data)
+
+
+def table_rows(text: str, table_id: str) -> list[list[str]]:
+    """Cell texts of every row of the table with this id (header row first)."""
+    rows, state = [], {"in": False, "cell": None}
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                state["in"] = dict(attrs).get("id") == table_id
+            elif state["in"] and tag == "tr":
+                rows.append([])
+            elif state["in"] and tag in ("td", "th"):
+                state["cell"] = []
+
+        def handle_endtag(self, tag):
+            if state["in"] and tag in ("td", "th") and state["cell"] is not None:
+                rows[-1].append(" ".join("".join(state["cell"]).split()))
+                state["cell"] = None
+            elif tag == "table":
+                state["in"] = False
+
+        def handle_data(self, data):
+            if state["cell"] is not None:
+                state["cell"].append(data)
+
+    P(convert_charrefs=True).feed(text)
+    return rows
+
+
+PAGE_RUNS = [
+    Run(cpu("gpt2", "float32"), memory_rows(2 * GPT2_BPT16)),                              # 1
+    Run(cuda("mistral-7b"), {"kv_crossover_v3": seven_b("measured", None, None, "mistral-7b")}),  # 2
+    Run(cpu("gpt2", "float16"), {"kv_capacity_v3": [capacity(stop="time")]}),               # 3
+    Run(cuda("gpt2", "bfloat16"), {"kv_capacity_v3": [capacity(stop="oom", measured=30)]}),  # 4
+]
+
+
+@pytest.fixture(scope="module")
+def verdict_site(empty_db, tmp_path_factory):
+    from kvreport.analysis.site import build_site
+
+    base = tmp_path_factory.mktemp("verdict-site")
+    db = base / "k.duckdb"
+    shutil.copyfile(empty_db, db)
+    write_case(db, Case("claim_memory", "pages", PAGE_RUNS, {}))
+    build_site(db, base / "site")
+    return base / "site"
+
+
+def test_claims_page_shows_the_verdict_of_each_named_claim(verdict_site):
+    got = ClaimsPage((verdict_site / "claims.html").read_text(encoding="utf-8")).verdicts
+    assert {k: got.get(k) for k in [
+        ("memory-gpt2-measured", 1), ("memory-gpt2-arithmetic", None), ("crossover-7b-388", 2),
+        ("pressure-49-fit", 3), ("pressure-49-fit", 4), ("pressure-theoretical-max", None),
+        ("decode_bandwidth_bound", None)]} == {
+        ("memory-gpt2-measured", 1): "expected",          # float32 GPT-2: 36 KiB x 4/2, as the formula says
+        ("memory-gpt2-arithmetic", None): "confirmed",
+        ("crossover-7b-388", 2): "refuted",               # the NULL-crossover guard
+        ("pressure-49-fit", 3): PENDING,                   # a CPU run never decides a GPU measurement
+        ("pressure-49-fit", 4): "refuted",                 # an OOM below 49 on a GPU
+        ("pressure-theoretical-max", None): "inconsistent",
+        ("decode_bandwidth_bound", None): "unsupported"}
+
+
+@pytest.mark.parametrize("page, claim, run, verdict", [
+    ("crossover", "For 7B models (~14 GB weights): KV crossover at ~388 tokens x batch_size", "2", "refuted"),
+    ("pressure", "seq=512: 49+ requests fit beside GPT-2 on an 8 GB card without OOM", "3", PENDING),
+    ("pressure", "seq=512: 49+ requests fit beside GPT-2 on an 8 GB card without OOM", "4", "refuted"),
+])
+def test_topic_page_shows_the_verdict_of_a_named_claim(verdict_site, page, claim, run, verdict):
+    header, *body = table_rows((verdict_site / f"{page}.html").read_text(encoding="utf-8"), f"{page}-claims")
+    c, r, v = (header.index(k) for k in ("claim", "run", "verdict"))
+    assert [row[v] for row in body if row[c] == claim and row[r] == run] == [verdict]
