@@ -294,12 +294,20 @@ def test_pages_on_cpu_db(cpu_site):
 
     decode = Page((site / "decode.html").read_text())
     assert "decode-step-run1" in decode.ids
-    assert decode.tables["decode-steps"] == 1 + 4  # header + 2 prefixes x 2 batches
-    assert "weights / copy roof" in (site / "decode.html").read_text()
+    assert decode.tables["decode-steps"] == 1 + 8  # header + (eager, static) x 2 prefixes x 2 batches
+    assert "weights / read roof" in (site / "decode.html").read_text()
+    assert "decode-gpu-pending" in decode.ids  # CPU runs only: the GPU figures are pending, and it says so
 
     comp = Page((site / "compaction.html").read_text())
     assert "compaction-gbs-run1" in comp.ids
     assert comp.tables["compaction-ratios"] == 1 + len(kc.CPU_TARGETS_QUICK)
+    con = duckdb.connect(str(cpu_site[0]), read_only=True)
+    ops = dict(con.execute("SELECT op, count(*) FROM roof_curve GROUP BY op").fetchall())
+    con.close()
+    # copy and read at every compaction size, plus a read point at each decode shape's bytes
+    assert ops == {"copy": len(kc.CPU_TARGETS_QUICK), "read": len(kc.CPU_TARGETS_QUICK) + 4}
+    assert comp.tables["compaction-roof-curve"] == 1 + sum(ops.values())
+    assert "compaction-gpu-pending" in comp.ids
     assert "no theoretical figure for CPUs" in comp.plain
     assert "measured copy roof" in (site / "compaction.html").read_text()
 

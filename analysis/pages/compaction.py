@@ -18,12 +18,18 @@ MAX_CHARTS = 4
 
 def gbs_chart(run_id: int, rows: list[dict], label: str):
     fig = go.Figure()
-    for method in ("naive", "batched"):
+    for method in ("naive", "triton_layers", "batched", "triton"):
         rs = [r for r in rows if r["method"] == method]
+        if not rs:
+            continue
         fig.add_trace(go.Scatter(
             x=[r["bytes_moved"] / 1e6 for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
             error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
-    ceilings = [(rows[0]["roof_gbs"], "measured copy roof")]
+    same_size = [r for r in rows if r["method"] == "naive" and r["roof_basis"] == "same-size copy roof"]
+    if same_size:  # the roof curve: the copy roof measured at each workload's size
+        fig.add_trace(go.Scatter(x=[r["bytes_moved"] / 1e6 for r in same_size], y=[r["roof_gbs"] for r in same_size],
+                                 name="copy roof, same size", mode="lines", line={"dash": "dot"}))
+    ceilings = [] if same_size else [(rows[0]["roof_gbs"], "measured copy roof")]
     if rows[0]["peak_gbs"]:
         ceilings.append((rows[0]["peak_gbs"], "theoretical peak"))
     reference_lines(fig, [(value, f"{name} {value:,.0f} GB/s") for value, name in ceilings])
@@ -31,9 +37,9 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
     fig.update_yaxes(rangemode="tozero")
     return make_chart(
         f"compaction-gbs-run{run_id}", fig, f"Compaction bandwidth vs workload size · {label}",
-        "GB/s (bytes read + written over the median time) of the naive and batched gathers for each workload "
-        "size, with p25-p75 error bars, against the measured copy roof and (on a GPU) the theoretical peak, "
-        "drawn as dashed lines. The x axis is logarithmic.",
+        "GB/s (bytes read + written over the median time) of each gather method for each workload size, with "
+        "p25-p75 error bars, against the copy roof measured at the same size (dotted) and (on a GPU) the "
+        "theoretical peak (dashed). The x axis is logarithmic.",
         "bytes moved (MB, read + written)", "GB/s")
 
 
@@ -47,6 +53,8 @@ class CompactionPage:
     older_runs: int
     skips: list[dict]
     ceiling_skips: list[dict]
+    roof_curve: list[dict] = None
+    gpu_pending: bool = False  # only CPU runs: the GPU figures (triton, the H200 target) are pending
 
 
 def context(q, site) -> CompactionPage:
@@ -56,4 +64,6 @@ def context(q, site) -> CompactionPage:
               for rid in run_ids[:MAX_CHARTS]]
     return CompactionPage(rows=rows, ratios=q("compact_ratios"), regimes=q("compact_regimes"),
                           ceilings=q("ceilings_by_run"), charts=charts, older_runs=len(run_ids) - len(charts),
-                          skips=skip_notes(q, EXPERIMENT), ceiling_skips=skip_notes(q, "device_ceilings"))
+                          skips=skip_notes(q, EXPERIMENT), ceiling_skips=skip_notes(q, "device_ceilings"),
+                          roof_curve=q("roof_curve"),
+                          gpu_pending=bool(rows) and all(r["device_kind"] != "cuda" for r in rows))

@@ -18,21 +18,23 @@ MAX_CHARTS = 4  # newest runs get a chart; every run is in the tables
 
 def step_chart(run_id: int, rows: list[dict], label: str):
     fig = go.Figure()
-    for batch in sorted({r["batch_size"] for r in rows}):
-        rs = [r for r in rows if r["batch_size"] == batch]
+    for _, mode, batch in sorted({(r["mode_order"], r["mode"], r["batch_size"]) for r in rows}):
+        rs = [r for r in rows if r["batch_size"] == batch and r["mode"] == mode]
         fig.add_trace(go.Scatter(
-            x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"batch {batch}",
+            x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"{mode}, batch {batch}",
             mode="lines+markers",
             error_y=spread([r["step_ms"] for r in rs], [r["p25_ms"] for r in rs], [r["p75_ms"] for r in rs])))
     floor = rows[0]["weights_floor_ms"]
-    reference_lines(fig, [(floor, f"weights / copy roof = {floor:.3g} ms")])
+    basis = "read roof" if rows[0]["roof_basis"] == "same-size read roof" else "copy roof"
+    reference_lines(fig, [(floor, f"weights / {basis} = {floor:.3g} ms")])
     fig.update_xaxes(type="log")
     fig.update_yaxes(rangemode="tozero")
     return make_chart(
         f"decode-step-run{run_id}", fig, f"One decode step vs prefix length · {label}",
         "Median time of one decode step (one new token per sequence) for each prefix length, one line per "
-        "batch size, with p25-p75 error bars. The dashed line is the time needed just to read the weights "
-        "once at the measured copy roof: a bandwidth-bound step would sit close to it.",
+        "mode (eager: DynamicCache; static: preallocated cache; graph: CUDA graph replay) and batch size, "
+        "with p25-p75 error bars. The dashed line is the time needed just to read the weights once at the "
+        "measured roof: a bandwidth-bound step would sit close to it.",
         "prefix length (tokens)", "step time (ms)")
 
 
@@ -43,6 +45,7 @@ class DecodePage:
     charts: list
     skips: list[dict]
     older_runs: int  # runs in the tables without a chart of their own
+    gpu_pending: bool = False  # only CPU runs: the GPU figures (graph mode, launch overhead) are pending
 
 
 def context(q, site) -> DecodePage:
@@ -52,4 +55,5 @@ def context(q, site) -> DecodePage:
     charts = [step_chart(rid, [r for r in steps if r["run_id"] == rid], site.run_label(rid))
               for rid in run_ids[:MAX_CHARTS]]
     return DecodePage(steps=steps, variation=variation, charts=charts, skips=skip_notes(q, EXPERIMENT),
-                      older_runs=len(run_ids) - len(charts))
+                      older_runs=len(run_ids) - len(charts),
+                      gpu_pending=bool(steps) and all(r["device_kind"] != "cuda" for r in steps))

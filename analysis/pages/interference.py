@@ -56,6 +56,7 @@ class InterferencePage:
     cpu_runs: list[int]
     violations: list[dict]
     claims: list[dict]
+    gpu_pending: bool = False  # only CPU runs: the GPU figures (graph-replay decode on streams) are pending
 
 
 def context(q, site) -> InterferencePage:
@@ -72,4 +73,5 @@ def context(q, site) -> InterferencePage:
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
         violations=[s for s in summary if s["bound_violated"]],
         claims=_claims.for_query(q, site, "claim_interference"),  # the ledger's rows: one rule, one label
+        gpu_pending=bool(summary) and all(s["device_kind"] != "cuda" for s in summary),
     )

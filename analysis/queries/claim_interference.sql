@@ -11,6 +11,8 @@ WITH p AS (
          max(bytes_moved) FILTER (WHERE mode = 'both') AS both_bytes,
          max(gbs) FILTER (WHERE mode = 'compact') AS compact_gbs,
          max(compact_bytes) AS compact_bytes, max(decode_bytes) AS decode_bytes,
+         any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
+         max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost,
          any_value(roof_gbs) AS roof_gbs, bool_or(bound_violated) AS flagged
   FROM kv_interference_v3 GROUP BY run_id
 ),
@@ -45,6 +47,10 @@ claims AS (
                             both_ms / longer_ms, both_ms / (compact_ms + decode_ms),
                             100 * greatest(0, least(1, (compact_ms + decode_ms - both_ms) / least(compact_ms, decode_ms))))
               ELSE format('both''s median is {:.1f}% below compaction alone, within the 5% noise tolerance: perfect overlap at best, not a speed-up', 100 * (1 - both_ms / compact_ms)) END
+         || CASE WHEN violated THEN '' ELSE coalesce(CASE WHEN balanced
+                    THEN format('; with the parts balanced ({:.2f}x, decode as {}), running together inflated the decode part {:.2f}x and cost compaction {:.0f}% of its bandwidth',
+                                balance_ratio, decode_mode, decode_inflation, 100 * compact_bw_lost)
+                    ELSE format('; the parts were not balanced ({:.2f}x, outside 0.5-2x), so this run cannot show contention', balance_ratio) END, '') END
   FROM s
   UNION ALL
   SELECT 'interference-compact-alone', 2, run_id,

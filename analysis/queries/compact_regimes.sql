@@ -1,16 +1,21 @@
 -- Small (< 5 MB of live KV) and large (> 10 MB) regimes per run and method, the seed's split, and where
 -- the regimes cross: the smallest workload at which naive gets within 10% of batched (launches stop
--- mattering) and at which batched first reaches half the copy roof.
-WITH c AS (SELECT * FROM kv_compact_v2),
+-- mattering) and at which batched first reaches half the copy roof. Shares of roof are same-size ones;
+-- "large" and "best" count only DRAM-sized workloads (>= 4x LLC/L2 moved; > 10 MB for rows older than
+-- schema 3), and no aggregate uses a row flagged above 105% of its roof.
+WITH c AS (SELECT * FROM kv_compact_v2 WHERE NOT coalesce(over_roof, false)),
 regimes AS (
   SELECT run_id, method,
          median(gbs) FILTER (WHERE kv_bytes < 5e6) AS small_gbs,
-         median(gbs) FILTER (WHERE kv_bytes > 10e6) AS large_gbs,
-         max(gbs) AS best_gbs, arg_max(bytes_moved, gbs) AS best_bytes_moved,
-         max(pct_of_peak) AS best_pct_of_peak, max(pct_of_roof) AS best_pct_of_roof,
+         median(gbs) FILTER (WHERE kv_bytes > 10e6 AND coalesce(dram_sized, true)) AS large_gbs,
+         max(gbs) FILTER (WHERE coalesce(dram_sized, true)) AS best_gbs,
+         arg_max(bytes_moved, gbs) FILTER (WHERE coalesce(dram_sized, true)) AS best_bytes_moved,
+         max(pct_of_peak) FILTER (WHERE coalesce(dram_sized, true)) AS best_pct_of_peak,
+         max(pct_of_roof) FILTER (WHERE coalesce(dram_sized, true)) AS best_pct_of_roof,
          median(pct_of_roof) FILTER (WHERE kv_bytes < 5e6) AS small_pct_of_roof,
-         median(pct_of_roof) FILTER (WHERE kv_bytes > 10e6) AS large_pct_of_roof,
-         count(*) FILTER (WHERE kv_bytes < 5e6) AS n_small, count(*) FILTER (WHERE kv_bytes > 10e6) AS n_large,
+         median(pct_of_roof) FILTER (WHERE kv_bytes > 10e6 AND coalesce(dram_sized, true)) AS large_pct_of_roof,
+         count(*) FILTER (WHERE kv_bytes < 5e6) AS n_small,
+         count(*) FILTER (WHERE kv_bytes > 10e6 AND coalesce(dram_sized, true)) AS n_large,
          bool_and(correct) AS all_correct
   FROM c GROUP BY run_id, method
 ),

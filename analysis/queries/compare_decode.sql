@@ -1,6 +1,9 @@
 -- Comparison metrics, decode: the step time per shape (for run-to-run changes) and the best achieved
--- bandwidth as % of the copy roof and of the theoretical peak (normalised, comparable across devices).
-SELECT 'decode' AS topic, format('decode step, prefix {} x batch {}', prefix_len, batch_size) AS metric, run_id,
+-- bandwidth as % of the roof and of the theoretical peak (normalised, comparable across devices). Eager
+-- steps keep their old metric names (comparable with runs before the modes); other modes are named.
+SELECT 'decode' AS topic,
+       format('decode step{}, prefix {} x batch {}', CASE WHEN coalesce(mode, 'eager') = 'eager' THEN ''
+              ELSE format(' ({})', mode) END, prefix_len, batch_size) AS metric, run_id,
        step_ms AS value, 'ms' AS unit, 'lower' AS better, p25_ms AS p25, p75_ms AS p75, false AS summary,
        'decode.html' AS page
 FROM kv_decode_cost_v2

@@ -1,7 +1,8 @@
 -- Per run and batch: how much the step cost moves across prefix lengths, and what bounds the step.
 -- A bandwidth-bound step sits near (bytes read / copy roof); a compute-bound one grows with the batch
 -- (weights are read once per step whatever the batch); a launch/overhead-bound one does neither.
-WITH d AS (SELECT * FROM kv_decode_cost_v2),
+-- The eager mode only (the seed's setup, and the headline); decode_modes.sql sets the modes side by side.
+WITH d AS (SELECT * FROM kv_decode_cost_v2 WHERE coalesce(mode, 'eager') = 'eager'),
 per_batch AS (
   SELECT run_id, batch_size, count(*) AS n_prefixes, min(prefix_len) AS min_prefix, max(prefix_len) AS max_prefix,
          min(step_ms) AS min_step_ms, max(step_ms) AS max_step_ms,

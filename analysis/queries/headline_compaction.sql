@@ -1,14 +1,26 @@
--- Headline: batched compaction at the largest workload against the copy roof, and its gain over naive
--- at the smallest, per run.
+-- Headline: the best single-launch gather (triton where it ran, else batched) at the largest workload,
+-- against the copy roof of the same size, naive beside it, and batched's gain over naive at the smallest,
+-- per run. A row above 105% of its roof is a measurement error and is said to be one, never headlined.
 WITH c AS (SELECT * FROM kv_compact_v2),
-ends AS (SELECT run_id, max(bytes_moved) AS big, min(bytes_moved) AS small FROM c GROUP BY run_id)
+ends AS (SELECT run_id, max(bytes_moved) AS big, min(bytes_moved) AS small FROM c GROUP BY run_id),
+best AS (  -- per run, at the largest size: triton if it ran, else batched
+  SELECT c.run_id, arg_min(c.method, CASE c.method WHEN 'triton' THEN 0 ELSE 1 END) AS method
+  FROM c JOIN ends e ON e.run_id = c.run_id AND c.bytes_moved = e.big
+  WHERE c.method IN ('triton', 'batched') GROUP BY c.run_id
+)
 SELECT e.run_id,
-       printf('Batched KV compaction on %s: %.1f GB/s = %.0f%% of the copy roof at %.0f MB moved (naive %.1f GB/s); %.1fx faster than naive at %.2f MB',
-              r.device_name, bb.gbs, 100 * bb.pct_of_roof, e.big / 1e6, nb.gbs, ns.time_ms / bs.time_ms, e.small / 1e6)
+       CASE WHEN coalesce(bb.over_roof, false)
+            THEN printf('KV compaction on %s: %s timed at %.0f%% of the same-size copy roof at %.0f MB moved: above 105%%, flagged as a measurement error',
+                        r.device_name, bb.method, 100 * bb.pct_of_roof, e.big / 1e6)
+            ELSE printf('KV compaction on %s: %s %.1f GB/s = %.0f%% of the %s copy roof at %.0f MB moved (naive %.1f GB/s, %.0f%%); batched %.1fx faster than naive at %.2f MB',
+                        r.device_name, bb.method, bb.gbs, 100 * bb.pct_of_roof,
+                        CASE WHEN bb.roof_basis = 'same-size copy roof' THEN 'same-size' ELSE 'measured' END,
+                        e.big / 1e6, nb.gbs, 100 * nb.pct_of_roof, ns.time_ms / bs.time_ms, e.small / 1e6) END
          || CASE WHEN bb.spread_wide OR nb.spread_wide THEN ' (wide timing spread: see the page)' ELSE '' END AS finding,
        100 * bb.pct_of_roof AS value, '% of copy roof' AS unit, 'compaction.html' AS page
 FROM ends e JOIN runs r USING (run_id)
-JOIN c bb ON bb.run_id = e.run_id AND bb.bytes_moved = e.big AND bb.method = 'batched'
+JOIN best USING (run_id)
+JOIN c bb ON bb.run_id = e.run_id AND bb.bytes_moved = e.big AND bb.method = best.method
 JOIN c nb ON nb.run_id = e.run_id AND nb.bytes_moved = e.big AND nb.method = 'naive'
 JOIN c bs ON bs.run_id = e.run_id AND bs.bytes_moved = e.small AND bs.method = 'batched'
 JOIN c ns ON ns.run_id = e.run_id AND ns.bytes_moved = e.small AND ns.method = 'naive'

@@ -7,6 +7,8 @@ WITH p AS (
          max(time_ms) FILTER (WHERE mode = 'both') AS both_ms,
          max(bytes_moved) FILTER (WHERE mode = 'both') AS both_bytes,
          max(compact_bytes) AS compact_bytes, max(decode_bytes) AS decode_bytes, any_value(decode_steps) AS decode_steps,
+         any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
+         max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost,
          any_value(roof_gbs) AS roof_gbs, bool_or(bound_violated) AS flagged
   FROM kv_interference_v3 GROUP BY run_id
 ),
@@ -24,7 +26,11 @@ SELECT s.run_id,
                         r.device_name, concurrency, sig3(both_ms), sig3(longer_ms))
             ELSE format('Compaction moving {:.0f} MB beside {} decode steps of {} on {} ({}): {} ms together vs {} ms compaction and {} ms decode alone, {:.2f}x the longer part.',
                         compact_bytes / 1e6, decode_steps, r.model, r.device_name, concurrency, sig3(both_ms),
-                        sig3(compact_ms), sig3(decode_ms), both_ms / longer_ms) END AS finding,
+                        sig3(compact_ms), sig3(decode_ms), both_ms / longer_ms)
+                 || coalesce(CASE WHEN balanced
+                    THEN format(' With the parts balanced ({:.2f}x, decode as {}), running together inflated the decode part {:.2f}x and cost compaction {:.0f}% of its bandwidth.',
+                                balance_ratio, decode_mode, decode_inflation, 100 * compact_bw_lost)
+                    ELSE format(' The parts were not balanced ({:.2f}x, outside 0.5-2x), so this run cannot show contention.', balance_ratio) END, '') END AS finding,
        (both_ms / longer_ms)::DOUBLE AS value, 'x the longer part alone' AS unit, 'interference.html' AS page
 FROM s JOIN runs r USING (run_id)
 ORDER BY s.run_id;

@@ -4,6 +4,9 @@
 -- own GB/s where that beat the roof), with the experiment's tolerances.
 -- slowdown_vs_longer: both / the longer alone (1.0 = perfect overlap; > 1 = interference);
 -- vs_sum: both / (compact + decode) (1.0 = no overlap at all); overlap_saved_ms = sum - both.
+-- Contention (schema 3): the parts' sizes are balanced (compact / decode alone in 0.5-2x, `balanced`), the
+-- decode part runs in its fastest mode (`decode_mode`), and each part is timed inside `both`:
+-- decode_inflation = decode in both / decode alone, compact_bw_lost = 1 - compact alone / compact in both.
 WITH p0 AS (
   SELECT run_id,
          any_value(concurrency) AS concurrency,
@@ -25,7 +28,10 @@ WITH p0 AS (
          bool_or(bound_violated) AS flagged_by_experiment,
          string_agg(bound_note, '; ') AS bound_notes,
          any_value(decode_steps) AS decode_steps, any_value(decode_batch) AS decode_batch,
-         any_value(prefix_len) AS prefix_len, bool_and(correct) AS correct
+         any_value(prefix_len) AS prefix_len, bool_and(correct) AS correct,
+         any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
+         max(decode_in_both_ms) AS decode_in_both_ms, max(compact_in_both_ms) AS compact_in_both_ms,
+         max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost
   FROM kv_interference_v3 GROUP BY run_id
 ),
 c AS (  -- the bandwidth ceiling: the copy roof, or a part's own GB/s where that beat the roof
