@@ -293,14 +293,6 @@ def test_the_verdict_rule_is_applied_to_every_claim_query(small_db, tmp_path, mo
     assert [(r["verdict"], r["data_verdict"], r["device_kind"]) for r in zz] == [(expected, "confirmed", device_kind)]
 
 
-def test_claim_query_with_an_unknown_basis_stops_the_build(small_db, tmp_path, monkeypatch):
-    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'zz' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
-                 "'1' AS seed_value, 'gpu' AS seed_hardware, 'vibes' AS basis, true AS claim_on_gpu, "
-                 "NULL::INTEGER AS run_id, NULL AS measured_value, 'confirmed' AS verdict, 'r' AS reasoning")
-    with pytest.raises(BuildError, match=r"claim_zz_test\.sql.*basis 'vibes'"):
-        build_site(small_db, tmp_path / "out")
-
-
 def test_ledger_shows_the_latest_run_of_each_configuration(built_site, fixture_db):
     import re
 
@@ -410,11 +402,13 @@ def test_failing_query_stops_the_build_naming_it(small_db, tmp_path, monkeypatch
     assert not (tmp_path / "out").exists()
 
 
-def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, monkeypatch):
+@pytest.mark.parametrize("basis, verdict, message", [("arithmetic", "probably", "verdict 'probably'"),
+                                                     ("vibes", "confirmed", "basis 'vibes'")])
+def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, monkeypatch, basis, verdict, message):
     _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
-                 "'1' AS seed_value, 'gpu' AS seed_hardware, 'arithmetic' AS basis, false AS claim_on_gpu, "
-                 "NULL::INTEGER AS run_id, NULL AS measured_value, 'probably' AS verdict, 'r' AS reasoning")
-    with pytest.raises(BuildError, match=r"claim_zz_test\.sql.*verdict 'probably'"):
+                 f"'1' AS seed_value, 'gpu' AS seed_hardware, '{basis}' AS basis, false AS claim_on_gpu, "
+                 f"NULL::INTEGER AS run_id, NULL AS measured_value, '{verdict}' AS verdict, 'r' AS reasoning")
+    with pytest.raises(BuildError, match=rf"claim_zz_test\.sql.*{message}"):
         build_site(small_db, tmp_path / "out")
 
 
