@@ -333,3 +333,16 @@ def test_without_genai_prices_every_model_is_unpriced_with_the_reason(tmp_path, 
         cost.genai_info.cache_clear()
     assert s["cost_usd"] is None and s["unpriced_calls"] == 1 and s["priced_calls"] == 0
     assert s["unpriced_models"] == "gpt-4o (openai): 1 calls"
+
+
+def test_calls_differing_only_in_request_model_get_their_own_rates(tmp_path):
+    # Same provider and response model; the override names the alias the first call requested.
+    a = _openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 1000, 0, 0)
+    a["request"]["model"] = "my-alias"
+    log = _write(tmp_path / "openai.jsonl", [a, _openai("s1", "2025-06-02T10:01:00Z", "gpt-4o", 1000, 0, 0)])
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"prices": [{"model": "my-alias", "input_mtok": 1, "output_mtok": 1}]}))
+    s, con = _audit(tmp_path, log, prices=prices)
+    # 1000 x $1 per million (override) and 1000 x $2.50 per million (genai-prices' gpt-4o), each call once
+    assert [c["cost_usd"] for c in _calls(con)] == [pytest.approx(0.001), pytest.approx(0.0025)]
+    assert s["cost_usd"] == pytest.approx(0.0035) and s["priced_calls"] == 2

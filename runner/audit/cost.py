@@ -36,7 +36,7 @@ from pathlib import Path
 from ..errors import UserError
 from .sqlfiles import run_sql
 
-VIEWS = ("_calls_priced", "_calls_rated")  # temp views this module leaves on the connection
+VIEWS = ("_calls_priced", "_calls_rated", "_calls_keyed")  # temp views this module leaves on the connection
 SCRATCH = ("_price_rows", "_session_cost")
 MAX_PERIOD_DAYS = 3700  # time-of-day prices: boundaries for at most ~10 years of log, then one period
 _RATE_KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")
@@ -351,12 +351,30 @@ _ROW_COLS = ("row_id", "provider_name", "response_model", "request_model", "mode
              "snapshot_date", "matched_provider", "matched_model", "unknown_reason")
 
 
-def _lookup(con, book: PriceBook, now: _dt.datetime) -> list[tuple]:
-    keys = [_Key(*r) for r in con.execute("""
+def _keys(con) -> list[_Key]:
+    """The distinct (provider, response model, request model) of this audit's calls, each with its time span.
+    One big log of one model is the common case: a scan comparing with the first call's key (no hashing
+    of three strings per call) finds it, and only otherwise do the calls get grouped."""
+    first = con.execute("SELECT provider_name, response_model, request_model FROM token_calls LIMIT 1").fetchone()
+    if first is None:
+        return []
+    others, n, lo, hi, untimed = con.execute("""
+        SELECT count(*) FILTER (WHERE NOT (provider_name IS NOT DISTINCT FROM $p
+                                           AND response_model IS NOT DISTINCT FROM $s
+                                           AND request_model IS NOT DISTINCT FROM $q)),
+               count(*), min(t), max(t), bool_or(t IS NULL)
+        FROM (SELECT *, coalesce(start_time, end_time) AS t FROM token_calls)""",
+        dict(p=first[0], s=first[1], q=first[2])).fetchone()
+    if not others:
+        return [_Key(*first, n, lo, hi, untimed)]
+    return [_Key(*r) for r in con.execute("""
         SELECT provider_name, response_model, request_model, count(*),
                min(coalesce(start_time, end_time)), max(coalesce(start_time, end_time)),
                bool_or(coalesce(start_time, end_time) IS NULL)
         FROM token_calls GROUP BY ALL ORDER BY ALL""").fetchall()]
+
+
+def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[tuple]:
     out = []
     for k in keys:
         for r in _rows_for(k, book, now):
@@ -379,7 +397,8 @@ def price_calls(con, book: PriceBook | None, *, audit_id: str, run_id: int | Non
     started = _time.perf_counter()
     book = book or PriceBook()
     now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
-    rows = _lookup(con, book, now)
+    keys = _keys(con)
+    rows = _price_rows(keys, book, now)
     con.execute("""CREATE OR REPLACE TEMP TABLE _price_rows (
         row_id INTEGER, provider_name VARCHAR, response_model VARCHAR, request_model VARCHAR, model VARCHAR,
         known BOOLEAN, untimed BOOLEAN, valid_from TIMESTAMP, valid_to TIMESTAMP, above_input_tokens BIGINT,
@@ -388,6 +407,9 @@ def price_calls(con, book: PriceBook | None, *, audit_id: str, run_id: int | Non
         matched_provider VARCHAR, matched_model VARCHAR, unknown_reason VARCHAR)""")
     if rows:
         con.executemany(f"INSERT INTO _price_rows VALUES ({', '.join('?' * len(_ROW_COLS))})", rows)
+    run_sql(con, "cost_keyed")
+    if len(keys) == 1:
+        run_sql(con, "cost_keyed_one")
     run_sql(con, "cost_calls", audit_id=audit_id, run_id=run_id)
     run_sql(con, "cost_summary", gpu_hour_price=gpu_hour_price, pricing_s=_time.perf_counter() - started)
 

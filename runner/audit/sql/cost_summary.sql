@@ -59,8 +59,13 @@ FROM (
          sum(b.stable_prefix_pcer * s.all_read_usd + (1 - b.stable_prefix_pcer) * s.all_write_usd + s.fixed_usd) AS stable,
          sum(b.achievable_pcer * s.input_tokens) / nullif(sum(s.input_tokens), 0) AS achievable_pcer,
          sum(b.stable_prefix_pcer * s.input_tokens) / nullif(sum(s.input_tokens), 0) AS stable_pcer
-  FROM _session_cost s JOIN token_bloat b USING (session_id)
-  WHERE s.row_id IS NULL AND s.unpriced_calls = 0 AND b.achievable_pcer IS NOT NULL
+  FROM (SELECT session_id, sum(n_calls) AS n_calls, sum(input_tokens) AS input_tokens, sum(cost_usd) AS cost_usd,
+               sum(unpriced_calls) AS unpriced_calls, sum(all_uncached_usd) AS all_uncached_usd,
+               sum(all_read_usd) AS all_read_usd, sum(all_write_usd) AS all_write_usd, sum(fixed_usd) AS fixed_usd
+        FROM _session_cost WHERE session_id IN (SELECT session_id FROM token_bloat)
+        GROUP BY session_id) s
+  JOIN token_bloat b USING (session_id)
+  WHERE s.unpriced_calls = 0 AND b.achievable_pcer IS NOT NULL
 ) w;
 
 -- The TTL sweep in GPU-hours and dollars: what evicting at each TTL frees.
