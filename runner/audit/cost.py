@@ -2,7 +2,8 @@
 
 Rates are looked up ONCE per (provider, model, price period, input-size tier) in Python, into a small
 table (_price_rows); every call's cost is then SQL arithmetic on the one row that applies to it
-(sql/cost_calls.sql, sql/cost_summary.sql). No per-row Python, so pricing costs a join, not a loop.
+(sql/cost_keyed*.sql finds it, sql/cost_calls.sql and sql/cost_summary.sql price the calls, sessions and
+the audit). No per-row Python, so pricing costs a join, not a loop.
 
 Where rates come from, first match wins:
   1. a `--prices FILE` (TOML or JSON) entry whose model (and provider, if given) matches the call's
