@@ -279,8 +279,8 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
     - bytes that are not UTF-8 become U+001A (SUB), so that line fails JSON validation and is rejected
       with its number while every good line is kept;
     - \r\n endings become \n (the reader fails on a file that mixes both);
-    - NUL bytes become SUB too: NUL is the reader's "delimiter", so a line holding one reads as two
-      fields and the reader refuses the whole file.
+    - NUL bytes and lone \r become SUB too: NUL is the reader's "delimiter" (a line holding one reads as
+      two fields) and a lone \r a line break, and either makes the reader refuse the whole file.
     Chunked C-level decoding, not a per-line loop."""
     codecs.register_error("kvreport_sub", lambda e: ("\x1a", e.end))
     out = Path(tempfile.mkstemp(prefix="clean-", suffix=".txt", dir=tmpdir)[1])
@@ -296,7 +296,9 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
 
 
 def _normalise(text: str) -> str:
-    return text.replace("\r\n", "\n").replace(NUL, "\x1a")
+    # A lone \r is damage in JSON lines (encoders escape it in strings and never use it between tokens);
+    # left alone it makes the reader refuse the file, read as a line break it would shift every number.
+    return text.replace("\r\n", "\n").replace("\r", "\x1a").replace(NUL, "\x1a")
 
 
 def _needs_sanitizing(exc: Exception) -> bool:
