@@ -23,6 +23,19 @@ PAYLOADS = {
 }
 
 
+def markup(field: str) -> str:
+    """A markup payload naming its field: it reads back as this exact text only where it was escaped."""
+    return f'<img src=x onerror="window.__xss=6">{field}<script>window.__xss=1</script>'
+
+
+# Free text that reaches a page, by field: the runs row, and an audit's logs, file names and price file.
+FIELD_PAYLOADS = {f: markup(f) for f in ("label", "device", "session", "request-model", "reject-reason")}
+# A file name cannot hold "/": the file-name payloads are an element and a quote breakout. The price file's
+# element has no src, so a broken escape there is caught by the page checks, not first by the build's link check.
+FIELD_PAYLOADS["source-file"] = '<img src=x onerror="window.__xss=7">source-file\' onfocus=\'window.__xss=5\''
+FIELD_PAYLOADS["price-file"] = '<svg onload="window.__xss=8">price-file" onmouseover="window.__xss=2"'
+
+
 @pytest.fixture(scope="session")
 def fixture_db() -> Path:
     if not FIXTURE_DB.is_file():
@@ -49,11 +62,13 @@ def write_payload_db(path: Path) -> dict:
 
     model = PAYLOADS["img"] + PAYLOADS["script"]
     meta = {
-        "device_kind": "cpu", "device_name": PAYLOADS["attr"] + "CPU", "model": model, "model_source": "builtin",
+        "device_kind": "cpu", "device_name": FIELD_PAYLOADS["device"] + PAYLOADS["attr"] + "CPU", "model": model,
+        "model_source": "builtin",
         "dtype": "float32", "weights_random": True, "quick": True, "iterations": "1,2",
         "driver_version": PAYLOADS["svg"], "cuda_version": PAYLOADS["single"], "torch_version": "2.x",
         "transformers_version": PAYLOADS["script"], "python_version": "3.x", "os": PAYLOADS["img"],
-        "cpu": PAYLOADS["attr"], "cpu_count": 2, "command_line": PAYLOADS["script"], "label": PAYLOADS["attr"],
+        "cpu": PAYLOADS["attr"], "cpu_count": 2, "command_line": PAYLOADS["script"],
+        "label": FIELD_PAYLOADS["label"] + PAYLOADS["attr"],
     }
     with Store(path) as store:
         run_id = store.begin_run(meta)
@@ -71,6 +86,35 @@ def write_payload_db(path: Path) -> dict:
     return {"run_id": run_id, "model": model, "meta": meta}
 
 
+def write_payload_audit(db: Path) -> None:
+    """`kvreport audit` (the real ingest) of two logs into `db`: an OpenAI envelope log and bare objects whose
+    session id, model and error message are payloads, in a file with a payload name, priced by a price file
+    with a payload name."""
+    import json
+
+    from kvreport.runner.commands.audit import execute
+
+    folder = db.parent / "payload-logs"
+    folder.mkdir()
+    p = FIELD_PAYLOADS
+    usage = {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050,
+             "prompt_tokens_details": {"cached_tokens": 499}}
+    envelope = [{"session_id": p["session"], "timestamp": f"2025-01-01T00:0{i}:00Z", "request": {"model": p["request-model"]},
+                 "response": {"id": f"c{i}", "object": "chat.completion", "created": 1735689600,
+                              "model": p["request-model"], "choices": [], "usage": usage}} for i in range(3)]
+    envelope.append({"session_id": "no-response"})  # a reject whose file is the payload-named one
+    bare = [{"id": "b1", "object": "chat.completion", "created": 1735689600, "model": "unpriced-model",
+             "choices": [], "usage": usage},
+            {"error": {"code": "x", "message": p["reject-reason"]}}]
+    logs = [folder / (p["source-file"] + ".jsonl"), folder / "bare.jsonl"]
+    for path, lines in zip(logs, (envelope, bare)):
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    prices = folder / (p["price-file"] + ".json")
+    prices.write_text(json.dumps({"as_of": "2026-11-01", "prices": [
+        {"model": p["request-model"], "input_mtok": 1.0, "output_mtok": 2.0}]}), encoding="utf-8")
+    execute(logs, db=db, echo=lambda *_: None, prices=prices)
+
+
 @pytest.fixture(scope="session")
 def payload_site(tmp_path_factory) -> Path:
     from kvreport.analysis.site import build_site
@@ -78,6 +122,7 @@ def payload_site(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("payload")
     db = base / "payload.duckdb"
     write_payload_db(db)
+    write_payload_audit(db)
     out = base / "site"
     build_site(db, out)
     return out

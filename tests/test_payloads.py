@@ -1,0 +1,126 @@
+"""Markup in every free-text field that reaches a page (run label, model name, device name, session id,
+source file name, reject reason, price-file name, the models of the cost table): each comes back as its own
+literal text on the pages that show it, which only happens where it was escaped, and no page carries an
+injected element or event-handler attribute. The browser test loads the same pages in Chromium and checks
+that nothing ran. The payload DB is tests/conftest.py's (a Store-written run plus a real `kvreport audit`)."""
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest import CHROMIUM, FIELD_PAYLOADS, PAYLOADS, chromium_available
+
+MODEL = PAYLOADS["img"] + PAYLOADS["script"]  # write_payload_db's model name
+AUDIT = "audit-audit-1"
+# field -> {page: id of the table whose cells must show it, or None for anywhere in the page's text}
+WHERE = {
+    "label": {"compare.html": None, "index.html": None},
+    "device": {"compare.html": None, "index.html": None, "memory.html": None},
+    "model": {"memory.html": None, "claims.html": None, "compare.html": None},
+    "session": {"audit.html": f"{AUDIT}-sessions"},
+    "request-model": {"audit.html": f"{AUDIT}-cost-models"},
+    "reject-reason": {"audit.html": f"{AUDIT}-rejects"},
+    "source-file": {"audit.html": f"{AUDIT}-rejects"},
+    "price-file": {"audit.html": None},
+}
+PAYLOAD_OF = {**FIELD_PAYLOADS, "model": MODEL}
+ALLOWED_SRC = ("assets/",)
+
+
+class Parsed(HTMLParser):
+    """Every element with its attributes, the page's text, and the text of each table's cells by table id."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+        self.cells: dict[str, list[str]] = {}
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self._script: str | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a))
+        if tag == "script":
+            self._script = a.get("type") or "js"
+        elif tag == "table":
+            self._table = a.get("id")
+        elif tag in ("td", "th") and self._table:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._script = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self.cells.setdefault(self._table, []).append("".join(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data):
+        if self._script:  # script bodies are not page text (chart JSON is checked by test_site)
+            return
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.fixture(scope="module")
+def pages(payload_site) -> dict[str, Parsed]:
+    return {p.name: Parsed(p.read_text(encoding="utf-8")) for p in sorted(payload_site.glob("*.html"))}
+
+
+@pytest.mark.parametrize("field", list(WHERE))
+def test_each_free_text_field_reads_back_as_text_where_it_is_shown(pages, field):
+    payload = PAYLOAD_OF[field]
+    for page, table in WHERE[field].items():
+        doc = pages[page]
+        where = doc.cells.get(table, []) if table else ["".join(doc.text)]
+        assert any(payload in t for t in where), f"{field}: {payload!r} not shown as text in {page} {table or ''}"
+
+
+def test_no_page_carries_an_injected_element_or_handler(pages):
+    for name, doc in pages.items():
+        for tag, attrs in doc.elements:
+            handlers = [k for k in attrs if k.startswith("on")]
+            assert not handlers, f"{name}: <{tag}> has {handlers}"
+            assert "autofocus" not in attrs, f"{name}: <{tag}> has autofocus"
+            if tag in ("img", "svg", "iframe", "object", "embed", "video", "audio"):
+                assert (attrs.get("src") or "").startswith(ALLOWED_SRC), f"{name}: injected <{tag} {attrs}>"
+            if tag == "script":
+                assert attrs.get("type") == "application/json" or (attrs.get("src") or "").startswith(ALLOWED_SRC), \
+                    f"{name}: injected <script {attrs}>"
+
+
+OK, WHY = chromium_available()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not OK, reason=WHY)
+def test_no_payload_runs_in_chromium_and_each_field_is_shown_as_text(payload_site):
+    """Every page of the payload site in Debian's Chromium: events a handler would hook are fired on every
+    element, and no payload sets window.__xss; each field's payload is in the rendered text of its pages."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+        for path in sorted(payload_site.glob("*.html")):
+            page.goto(path.as_uri(), wait_until="load")
+            page.evaluate("""() => document.querySelectorAll('body *').forEach(e => {
+                for (const t of ['mouseover', 'mouseenter', 'focus', 'load', 'error'])
+                  e.dispatchEvent(new Event(t, {bubbles: true}));
+              })""")
+            assert page.evaluate("() => window.__xss") is None, f"{path.name}: a payload ran"
+            text = page.evaluate("() => document.body.innerText")
+            for field, shown_on in WHERE.items():
+                if path.name in shown_on:
+                    assert PAYLOAD_OF[field] in text, f"{path.name}: {field} not shown as text"
+        browser.close()
+    assert errors == []
