@@ -104,14 +104,16 @@ def _bandwidths(moved: int, t) -> dict:
 
 
 def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int | None = None,
-                 rounds: int = 3, flusher=None) -> dict:
+                 rounds: int = 3, flusher=None, warm: bool = False) -> dict:
     """One point of the roof curve: `op` 'copy' (device-to-device, `nbytes` = bytes read + written) or
     'read' (a streaming sum, `nbytes` = bytes read), timed by the shared harness (GPU samples exclude
     dispatch). The best median of `rounds` rounds: a roof is an upper bound, and noise (a neighbour on a
     shared host, a clock ramp) only ever slows a copy down, so the fastest sustained round is the ceiling.
     On the CPU torch's own threads do the work (copy_ and sum are parallel over torch.get_num_threads()),
     the same threads the experiments' gathers use, so a gather cannot beat its roof by using more cores.
-    A footprint under FLUSH_FACTOR x LLC gets the same untimed cache flush as the experiments (`flusher`)."""
+    A footprint under FLUSH_FACTOR x LLC gets the same untimed cache flush as the experiments (`flusher`),
+    unless `warm`: the roof for a workload that is itself timed warm (decode steps back to back, whose
+    weights stay cached when they fit), so that both sides of the ratio see the same cache."""
     import torch
 
     from .compaction import Flusher
@@ -130,7 +132,7 @@ def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int 
         fn = lambda: torch.sum(src, 0, out=acc)  # noqa: E731
         moved = n * 4
     flusher = flusher or Flusher(device)
-    flush = flusher.needed(moved)
+    flush = flusher.needed(moved) and not warm
     if repeats is None:
         repeats = 30 if device.type == "cuda" else 10
     timings = [time_fn(fn, device, warmup=warmup, repeats=repeats, setup=flusher if flush else None)
@@ -164,20 +166,21 @@ def roof_rounds(ctx) -> dict:
     return {"warmup": 1, "repeats": 5, "rounds": 2} if ctx.quick else {"warmup": 2, "repeats": 8, "rounds": 3}
 
 
-def roof_for(ctx, op: str, nbytes: int) -> dict:
+def roof_for(ctx, op: str, nbytes: int, warm: bool = False) -> dict:
     """The roof-curve point (op, nbytes) of this run, measured on first use and kept in ctx.shared, so
-    every pct_of_roof divides by the roof at the same size and op, measured once per run."""
+    every pct_of_roof divides by the roof at the same size and op, measured once per run. `warm`: for a
+    workload timed without a cache flush (see measure_roof)."""
     curve = ctx.shared.setdefault("roof_curve", {})
-    key = (op, int(nbytes))
+    key = (op, int(nbytes), warm)
     if key not in curve:
-        ctx.progress(f"roof: {op} at {nbytes / MIB:,.2f} MiB")
-        curve[key] = measure_roof(ctx.device, op, int(nbytes), **roof_rounds(ctx))
+        ctx.progress(f"roof: {op} at {nbytes / MIB:,.2f} MiB{' (warm)' if warm else ''}")
+        curve[key] = measure_roof(ctx.device, op, int(nbytes), warm=warm, **roof_rounds(ctx))
     return curve[key]
 
 
-def pct_of_roof(ctx, op: str, nbytes: int, achieved_gbs: float) -> dict:
+def pct_of_roof(ctx, op: str, nbytes: int, achieved_gbs: float, warm: bool = False) -> dict:
     """Columns for a bandwidth row: its same-size same-op roof, the share of it, and the >105% flag."""
-    roof = roof_for(ctx, op, nbytes)
+    roof = roof_for(ctx, op, nbytes, warm)
     pct = achieved_gbs / roof["gbs"]
     return {"roof_gbs": roof["gbs"], "pct_of_roof": pct, "over_roof": pct > OVER_ROOF}
 
@@ -185,9 +188,9 @@ def pct_of_roof(ctx, op: str, nbytes: int, achieved_gbs: float) -> dict:
 def new_roof_rows(ctx) -> list[dict]:
     """Roof-curve rows measured since the last call: each experiment stores the points it measured."""
     done = ctx.shared.setdefault("roof_curve_stored", set())
-    rows = [r for k, r in ctx.shared.get("roof_curve", {}).items() if k not in done]
-    done.update((r["op"], r["bytes"]) for r in rows)
-    return rows
+    fresh = {k: r for k, r in ctx.shared.get("roof_curve", {}).items() if k not in done}
+    done.update(fresh)
+    return list(fresh.values())
 
 
 def roof_and_peak(ctx) -> tuple[float, float | None]:

@@ -37,3 +37,20 @@ def run_json_child(module: str, spec: dict, label: str, timeout_s: int, env: dic
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         raise error(f"{label}: scenario child printed no JSON result") from None
+
+
+def child_main(name: str, scenario, argv: list[str]) -> int:
+    """The child's side: parse the one JSON argument, run `scenario(spec)`, print its JSON result; errors
+    go to stderr as one line the parent reports (exit 2: bad argument, 1: the scenario failed)."""
+    try:
+        spec = json.loads(argv[1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        print(f"{name}: expected one JSON argument ({exc})", file=sys.stderr)
+        return 2
+    try:
+        out = scenario(spec)
+    except Exception as exc:  # noqa: BLE001 - the parent records the message as the failure reason
+        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(out))
+    return 0

@@ -14,11 +14,11 @@ a non-CUDA device is refused with exit code 3.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
 
+from .child_process import child_main
 from .probes import CudaAllocator
 
 def plan(spec: dict) -> tuple[list[int], list[int]]:
@@ -82,20 +82,5 @@ def scenario(spec: dict) -> dict:
             "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "torch_version": torch.__version__}
 
 
-def main(argv: list[str]) -> int:
-    try:
-        spec = json.loads(argv[1])
-    except (IndexError, json.JSONDecodeError) as exc:
-        print(f"frag_child: expected one JSON argument ({exc})", file=sys.stderr)
-        return 2
-    try:
-        out = scenario(spec)
-    except Exception as exc:  # noqa: BLE001 - the parent records the message as the failure reason
-        print(f"frag_child: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(out))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(child_main("frag_child", scenario, sys.argv))

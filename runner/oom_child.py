@@ -11,8 +11,9 @@ not an exception: nothing to prove there), 1 on any other failure.
 """
 from __future__ import annotations
 
-import json
 import sys
+
+from .child_process import child_main
 
 CHUNK = 256 << 20
 
@@ -51,20 +52,5 @@ def scenario(spec: dict) -> dict:
             "error": error}
 
 
-def main(argv: list[str]) -> int:
-    try:
-        spec = json.loads(argv[1])
-    except (IndexError, json.JSONDecodeError) as exc:
-        print(f"oom_child: expected one JSON argument ({exc})", file=sys.stderr)
-        return 2
-    try:
-        out = scenario(spec)
-    except Exception as exc:  # noqa: BLE001 - the parent records the message as the failure reason
-        print(f"oom_child: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(out))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(child_main("oom_child", scenario, sys.argv))

@@ -1,30 +1,71 @@
 #!/usr/bin/env bash
-# The reference GPU run: the whole suite for gpt2 at float16 and one GQA architecture at bfloat16, appended
-# to a copy of the published DB, with a log, ending with the headline figures. Usable on any CUDA machine:
+# The reference GPU run, under ONE outer time limit (LIMIT_S, default 540 s): the whole suite for gpt2 at
+# float16, the compaction benchmark (every method against the same-size copy roof, the triton target), and
+# the whole suite for one GQA architecture at bfloat16, appended to a copy of the published DB. Everything
+# lands under $OUT (DB, log, benchmark table); the headline table is printed last.
 #   OUT=/some/folder bash scripts/gpu_reference.sh [GQA_MODEL]
+# Rehearsal on a CPU (small models, quick sweeps, same steps and limits):
+#   OUT=/tmp/ref DEVICE=cpu QUICK=1 GPT2_MODEL=tiny-gpt2 bash scripts/gpu_reference.sh tiny-llama-gqa
 # On the project's lent GPU box (no registry) run ../shared/gpu/wheels.sh here first and carry .whl/.
+# Each step gets the smaller of its own cap and the time left (minus a reserve for the headline table), so
+# one slow step cannot cost the others' results; SIGTERM marks a run 'interrupted' and keeps every
+# experiment already recorded. Clocks, power limits and the GPU's settings are never touched.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+LIMIT_S=${LIMIT_S:-540}
+if [ -z "${KVREPORT_REF_INNER:-}" ]; then  # the outer hard stop, around everything below
+  KVREPORT_REF_INNER=1 exec timeout -k 5 "$LIMIT_S" bash "$0" "$@"
+fi
+start=$(date +%s)
 OUT=${OUT:-out}
+DEVICE=${DEVICE:-cuda}
+GPT2_MODEL=${GPT2_MODEL:-gpt2}
 GQA_MODEL=${1:-llama-3.1-8b}
+QUICK_FLAG=${QUICK:+--quick}
+RESERVE_S=25  # findings + the headline table
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# No install on the lent box: the checkout's folders become the kvreport namespace through symlinks.
+pkg=$(mktemp -d)
+mkdir -p "$pkg/kvreport"
+for d in runner analysis templates; do ln -s "$PWD/$d" "$pkg/kvreport/$d"; done
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
+  export PYTHONPATH=/tmp/site:$pkg
 else
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+  export PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH}
 fi
 DB="$OUT/kvreport.duckdb"
 [ -f "$DB" ] || cp site/data/kvreport.duckdb "$DB"
 log="$OUT/reference.log"
-start=$(date +%s)
+
+left() {  # seconds a step may take: its cap, or what is left before the reserve, whichever is smaller
+  local cap=$1 rest=$(( LIMIT_S - RESERVE_S - ($(date +%s) - start) ))
+  [ "$rest" -lt "$cap" ] && cap=$rest
+  [ "$cap" -lt 1 ] && cap=1
+  echo "$cap"
+}
+step() {  # step NAME CAP_S command...: runs under its limit and says how it ended
+  local name=$1 cap; cap=$(left "$2"); shift 2
+  echo "== $name (limit ${cap}s, $(( $(date +%s) - start ))s into the run)"
+  timeout -k 10 "$cap" "$@"
+  local rc=$?
+  [ $rc -eq 124 ] && echo "== $name: stopped at its ${cap}s limit (recorded experiments are kept)"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "== $name: exit status $rc"
+  return 0
+}
+
 {
-  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.memory --format=csv || true
-  # Hard stops (expected on an H200: ~1.5 min for gpt2, ~3 min for the 8B model). SIGTERM marks the run
-  # 'interrupted' and keeps every experiment already recorded, so one slow model cannot cost the whole log.
-  timeout -k 20 "${GPT2_LIMIT_S:-210}" python3 -m runner run --model gpt2 --dtype float16 --device cuda --db "$DB" --label "reference gpt2 fp16"
-  timeout -k 20 "${GQA_LIMIT_S:-330}" python3 -m runner run --model "$GQA_MODEL" --dtype bfloat16 --device cuda --db "$DB" --label "reference $GQA_MODEL bf16"
-  echo "suite wall time: $(( $(date +%s) - start )) s"
-  python3 -m runner findings --db "$DB"
+  if [ "$DEVICE" != cpu ]; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem,clocks.max.memory,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv || true
+  fi
+  step "$GPT2_MODEL suite" "${GPT2_LIMIT_S:-170}" python3 -m kvreport.runner run --model "$GPT2_MODEL" --dtype "$( [ "$DEVICE" = cpu ] && echo float32 || echo float16 )" --device "$DEVICE" $QUICK_FLAG --db "$DB" --label "reference $GPT2_MODEL"
+  step "compaction benchmark" "${BENCH_LIMIT_S:-90}" sh -c "python3 benchmarks/bench_compaction.py --device $DEVICE --model $GPT2_MODEL ${QUICK:+--repeats 5} > '$OUT/bench_compaction.txt' 2>&1; rc=\$?; cat '$OUT/bench_compaction.txt'; exit \$rc"
+  step "$GQA_MODEL suite" "${GQA_LIMIT_S:-330}" python3 -m kvreport.runner run --model "$GQA_MODEL" --dtype "$( [ "$DEVICE" = cpu ] && echo float32 || echo bfloat16 )" --device "$DEVICE" $QUICK_FLAG --db "$DB" --label "reference $GQA_MODEL"
+  echo "suite wall time: $(( $(date +%s) - start )) s of ${LIMIT_S} s"
+  echo "== compaction benchmark (same-size copy roof)"
+  tail -n 14 "$OUT/bench_compaction.txt" 2>/dev/null || echo "(no benchmark output)"
+  echo "== headline findings"
+  timeout -k 5 "$(( RESERVE_S - 5 ))" python3 -m kvreport.runner findings --db "$DB"
 } 2>&1 | tee "$log"
+rm -rf "$pkg"

@@ -20,7 +20,9 @@ decomp AS (  -- batch 1 at the smallest prefix, every mode beside eager
          max(overhead_ms / host_ms) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS host_overhead_share,
          max(recopy_bytes) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS recopy_bytes,
          max(bytes_read) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS bytes_read,
-         any_value(skipped_modes) AS skipped_modes
+         any_value(skipped_modes) AS skipped_modes,
+         bool_or(over_roof) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS eager_over_roof,
+         bool_and(dram_sized) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS eager_dram_sized
   FROM kv_decode_cost_v2 k
   WHERE batch_size = 1 AND prefix_len = (SELECT min(prefix_len) FROM kv_decode_cost_v2 x
                                          WHERE x.run_id = k.run_id AND x.batch_size = 1)
@@ -62,7 +64,8 @@ SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.
 FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id)
 ),
 b1 AS (SELECT v.*, m.static_ms, m.graph_ms, m.floor_ms, m.host_overhead_share, m.recopy_bytes, m.bytes_read,
-              m.skipped_modes
+              m.skipped_modes, coalesce(m.eager_over_roof, false) AS eager_over_roof,
+              coalesce(m.eager_dram_sized, true) AS eager_dram_sized
        FROM v LEFT JOIN decomp m USING (run_id) WHERE batch_size = 1),
 claims AS (
   SELECT 'decode_growth_per_step' AS claim_id, run_id,
@@ -104,8 +107,12 @@ claims AS (
                      THEN printf('launch and host overhead %.0f%% of the eager call, ', 100 * host_overhead_share) ELSE '' END,
                 CASE WHEN max_batch > 1 THEN printf('batch %d costs %.2fx batch 1', max_batch, batch_scaling)
                      ELSE 'one batch size only' END),
-         CASE WHEN pct_of_roof >= 0.5 THEN 'confirmed' ELSE 'refuted' END,
-         CASE WHEN pct_of_roof >= 0.5 THEN 'the eager step moves its bytes near the read roof: bandwidth-bound on this device'
+         CASE WHEN eager_over_roof OR (pct_of_roof >= 0.5 AND NOT eager_dram_sized) THEN 'not measured'
+              WHEN pct_of_roof >= 0.5 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN eager_over_roof THEN 'the eager step timed above 105% of its same-size read roof: flagged as a measurement error, not evidence'
+              WHEN pct_of_roof >= 0.5 AND NOT eager_dram_sized
+                THEN 'the step''s bytes fit in 4x the last-level cache, so it reads from the cache: near its (equally cache-resident) roof, but that says nothing about DRAM bandwidth'
+              WHEN pct_of_roof >= 0.5 THEN 'the eager step moves its bytes near the read roof: bandwidth-bound on this device'
               WHEN graph_ms IS NOT NULL AND graph_ms <= 2 * floor_ms
                 THEN printf('the eager step is %.0fx its bandwidth floor, but replayed from a CUDA graph the same step runs at %.1fx it: the eager step is launch- and host-bound, and decode becomes bandwidth-bound only once launches are removed', step_ms_at_min_prefix / floor_ms, graph_ms / floor_ms)
               WHEN graph_ms IS NOT NULL

@@ -13,7 +13,8 @@ b1 AS (
   SELECT run_id, arg_min(step_ms, prefix_len) AS step_ms, arg_min(pct_of_roof, prefix_len) AS pct_of_roof,
          arg_min(weights_floor_ms, prefix_len) AS floor_ms, min(prefix_len) AS prefix_len,
          (max(step_ms) - min(step_ms)) / min(step_ms) AS variation, min(prefix_len) AS lo, max(prefix_len) AS hi,
-         bool_or(spread_wide) AS noisy, any_value(roof_basis) AS basis
+         bool_or(spread_wide) AS noisy, any_value(roof_basis) AS basis,
+         coalesce(arg_min(over_roof, prefix_len), false) AS over_roof, coalesce(arg_min(dram_sized, prefix_len), true) AS dram
   FROM d WHERE batch_size = 1 GROUP BY run_id
 ),
 scale AS (
@@ -29,7 +30,9 @@ SELECT b1.run_id,
               CASE WHEN b1.basis = 'same-size read roof' THEN 'same-size read roof' ELSE 'copy roof' END,
               b1.step_ms / b1.floor_ms, 100 * b1.variation,
               b1.lo, b1.hi,
-              CASE WHEN b1.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
+              CASE WHEN b1.over_roof THEN 'above 105% of its roof, flagged as a measurement error'
+                   WHEN b1.pct_of_roof >= 0.5 AND NOT b1.dram THEN 'its bytes fit in the last-level cache, so a cache figure, not a DRAM one'
+                   WHEN b1.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
                    WHEN s.max_batch > 1 AND (s.scaling - 1) / (s.max_batch - 1) >= 0.5 THEN 'compute-bound, not bandwidth-bound'
                    ELSE 'launch/overhead-bound, not bandwidth-bound' END)
          || coalesce('; ' || o.modes_txt, '')

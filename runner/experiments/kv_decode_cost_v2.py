@@ -12,13 +12,16 @@ across prefix lengths and batch sizes, in three modes (runner/decode_step.py), d
   static cache), the new token's KV written (`kv_write_bytes`), and, for eager, the torch.cat re-copy of
   the cache (`recopy_bytes`: real traffic the layout forces, not needed by the computation).
   `bytes_read` (weights + KV read) over the step time is the achieved bandwidth, set against the `read`
-  roof at the same size (runner/ceilings.py). `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
+  roof at the same size (runner/ceilings.py), measured warm like the steps (no flush between repeats).
+  A step whose bytes fit in FLUSH_FACTOR x the last-level cache (`dram_sized` false: a tiny model) runs
+  from the cache, so its bandwidth is a cache figure and says nothing about DRAM. `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
   a bandwidth-bound step sits near it, a launch-bound one far above it, whatever its prefix-flatness.
 """
 from __future__ import annotations
 
 from . import Result, RunContext
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
+from ..compaction import FLUSH_FACTOR, last_level_cache_bytes
 from ..decode_step import MODES, ModeUnavailable, make_decoder
 from ..kv_formula import kv_shape
 from ..timing import gbs, time_fn
@@ -49,7 +52,7 @@ def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_byte
     bytes_read = weight_bytes + kv_read
     recopy = dec.recopy_bytes()
     achieved = gbs(bytes_read, t.median_ms)
-    roof = pct_of_roof(ctx, "read", bytes_read, achieved)
+    roof = pct_of_roof(ctx, "read", bytes_read, achieved, warm=True)  # steps run back to back, unflushed
     host = t.host or t
     return {
         "mode": mode, "prefix_len": prefix_len, "batch_size": batch, "step_ms": t.median_ms, "p25_ms": t.p25_ms,
@@ -63,6 +66,7 @@ def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_byte
         "bandwidth_floor_ms": (bytes_read + dec.growth_bytes) / roof["roof_gbs"] / 1e6,
         "overhead_ms": host.median_ms - t.median_ms if ctx.is_cuda else None,
         "restore_method": dec.restore_method, "roof_basis": "same-size read roof",
+        "dram_sized": bytes_read >= FLUSH_FACTOR * last_level_cache_bytes(ctx.device),
     }
 
 

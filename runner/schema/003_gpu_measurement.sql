@@ -67,6 +67,8 @@ ALTER TABLE kv_decode_cost_v2 ADD COLUMN over_roof BOOLEAN;
 ALTER TABLE kv_decode_cost_v2 ADD COLUMN roof_basis VARCHAR;
 UPDATE kv_decode_cost_v2 SET roof_basis = 'single-size copy roof';
 ALTER TABLE kv_decode_cost_v2 ADD COLUMN skipped_modes VARCHAR;
+-- A step whose bytes fit in 4x the last-level cache runs from the cache: its bandwidth is no DRAM figure.
+ALTER TABLE kv_decode_cost_v2 ADD COLUMN dram_sized BOOLEAN;
 
 -- Interference: which decode mode ran, the parts' times inside `both`, balance, inflation, loss.
 ALTER TABLE kv_interference_v3 ADD COLUMN decode_mode VARCHAR;
