@@ -106,9 +106,10 @@ def decode(rows, batch=1, growth=GPT2_BPT16, match=True, roof=0.1):
              "weights_floor_ms": 1.0, "spread_wide": False, "mode": "eager"} for p, ms in rows]
 
 
-def compact(method, kv_bytes, gbs, pct_peak=None, pct_roof=0.3, peak=None):
+def compact(method, kv_bytes, gbs, pct_peak=None, pct_roof=0.3, peak=None, over_roof=None, dram_sized=None):
     return {"method": method, "kv_bytes": kv_bytes, "bytes_moved": 2 * kv_bytes, "gbs": gbs, "time_ms": 1.0,
-            "pct_of_peak": pct_peak, "pct_of_roof": pct_roof, "peak_gbs": peak}
+            "pct_of_peak": pct_peak, "pct_of_roof": pct_roof, "peak_gbs": peak, "over_roof": over_roof,
+            "dram_sized": dram_sized}
 
 
 def frag(retained_mb, evicted_mb):
@@ -349,6 +350,19 @@ CASES = [
           "compact_best_pct_peak": [(1, "refuted")]}),
     Case("claim_compaction", "no theoretical peak: the share of roof decides (70% of roof refutes 14.9%)",
          [Run(cuda(), {"kv_compact_v2": [compact("batched", 50_000_000, 10.0, pct_roof=0.7)]})],
+         {"compact_best_pct_peak": [(1, "refuted")]}),
+    Case("claim_compaction", "a row above 105% of its roof takes part in nothing: small not measured",
+         [Run(cuda(device_name=RTX, gpu_name=RTX),
+              {"kv_compact_v2": [compact("naive", 1_000_000, 19.2, over_roof=True),
+                                 compact("naive", 50_000_000, 52.0, dram_sized=True)]})],
+         {"compact_small_5mb": [(None, "not measured")], "compact_large_10mb": [(1, "confirmed")]}),
+    Case("claim_compaction", "over 10 MB but under 4x the last-level cache is not a DRAM figure: large not measured",
+         [Run(cuda(device_name=RTX, gpu_name=RTX),
+              {"kv_compact_v2": [compact("naive", 1_000_000, 19.2), compact("naive", 50_000_000, 52.0, dram_sized=False)]})],
+         {"compact_small_5mb": [(1, "confirmed")], "compact_large_10mb": [(None, "not measured")]}),
+    Case("claim_compaction", "the best single-launch gather is triton's (60% of peak) though batched is at 20%: refuted",
+         [Run(cuda(), {"kv_compact_v2": [compact("batched", 50_000_000, 960.0, pct_peak=0.2, peak=4800.0),
+                                          compact("triton", 50_000_000, 2880.0, pct_peak=0.6, peak=4800.0)]})],
          {"compact_best_pct_peak": [(1, "refuted")]}),
     Case("claim_compaction", "run with no device_kind: the rule's NULL guard keeps it pending, not confirmed",
          [Run(cuda(device_kind=None, device_name=RTX, gpu_name=RTX),
