@@ -533,6 +533,36 @@ def test_payloads_are_escaped_everywhere(payload_site):
     assert n_seen > 0, "the payload never reached a page: the test would prove nothing"
 
 
+def test_log_axes_get_readable_ticks_and_their_labels_land_on_their_lines():
+    import plotly.graph_objects as go
+
+    from kvreport.analysis import charts
+
+    fig = go.Figure(go.Scatter(x=list(range(1, 40)), y=[3 * 10 ** (i / 8) for i in range(39)]))
+    charts.reference_lines(fig, [(1000.0, "ceiling 1,000")])
+    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="log")
+    spec = json.loads(charts.make_chart("t", fig, "t", "t", "x", "y").figure_json)["layout"]
+    assert spec["yaxis"]["ticktext"][:4] == ["2", "5", "10", "20"] and "1,000" in spec["yaxis"]["ticktext"]
+    assert spec["xaxis"]["tickvals"][:3] == [1, 2, 5]
+    # Plotly places annotations on a log axis in log10 units; the dashed line itself takes data units.
+    assert spec["annotations"][0]["y"] == 3 and spec["shapes"][0]["y0"] == 1000
+
+
+def test_crossover_highlights_measured_models_and_marks_context_limits(built_site):
+    doc = Doc((built_site / "crossover.html").read_text(encoding="utf-8"))
+    (spec,) = [json.loads(text) for a, text in doc.scripts if a.get("id") == "crossover-by-batch-data"]
+    muted = [t for t in spec["data"] if t["line"]["color"] == "#94a3b8"]
+    bright = [t for t in spec["data"] if t["line"]["color"] != "#94a3b8"]
+    assert muted and bright and sum(t.get("showlegend", True) for t in muted) == 1  # one legend entry for the rest
+    measured = {t["name"].split(" measured")[0] for t in bright if "measured" in t["name"]}
+    assert measured and {t["name"].removesuffix(" (formula)") for t in bright if "formula" in t["name"]} <= measured
+    limits = [a["text"] for a in spec["layout"]["annotations"] if "context limit" in a["text"]]
+    assert sorted(x.split(" context")[0] for x in limits) == sorted(measured)
+    # Past a model's context limit a point is hollow: one request can never get there.
+    assert any("circle-open" in t["marker"]["symbol"] for t in spec["data"] if isinstance(t["marker"]["symbol"], list))
+
+
 def test_plotly_text_is_entity_escaped_but_layout_tags_survive():
     from kvreport.analysis import charts
 
