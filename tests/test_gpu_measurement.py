@@ -244,3 +244,17 @@ def test_host_memory_probes():
     free, source = probes.host_available()
     total = probes.host_total_bytes()
     assert 0 < free <= total and "this host" in source
+
+
+def test_machine_card_summarises_device_state():
+    from kvreport.analysis.pages.index import gpu_state
+
+    base = {"sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "power_w": 400.0, "temp_c": 50,
+            "throttle_reasons": "none", "throttled": False}
+    hot = {**base, "sm_clock_mhz": 1755, "power_w": 690.4, "temp_c": 71, "throttle_reasons": "sw_power_cap,hw_thermal",
+           "throttled": True}
+    line = gpu_state([base, hot, base])
+    assert line == ("1,755–1,980 MHz SM; 3,201 MHz memory; 400–690 W; 50–71 °C; "
+                    "throttled in 1 of 3 readings (hw_thermal, sw_power_cap)")
+    assert gpu_state([base]).endswith("no throttling in 1 readings")
+    assert gpu_state([]) is None  # CPU runs and runs without NVML: no line on the card

@@ -369,9 +369,15 @@ def test_fragmentation_page_and_claim_with_gpu_rows(tmp_path):
     with Store(db) as store:
         run_id = store.begin_run({"device_kind": "cuda", "device_name": "Synthetic GPU", "model": "tiny-gpt2",
                                   "dtype": "float16"})
-        store.record_experiment(run_id, "kv_frag_v2", "ok", None, {"kv_frag_v2": rows})
+        state = {"experiment": "kv_frag_v2", "sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "power_w": 120.5,
+                 "temp_c": 41, "throttle_reasons": "none"}
+        store.record_experiment(run_id, "kv_frag_v2", "ok", None, {
+            "kv_frag_v2": rows, "device_state": [{**state, "moment": "before"},
+                                                 {**state, "moment": "after", "throttle_reasons": "sw_power_cap"}]})
         store.finish_run(run_id, "complete")
     build_site(db, tmp_path / "site")
+    index = Page((tmp_path / "site" / "index.html").read_text())
+    assert "GPU state (NVML)" in index.plain and "throttled in 1 of 2 readings (sw_power_cap)" in index.plain
     page = Page((tmp_path / "site" / "fragmentation.html").read_text())
     assert "fragmentation-memory-run1" in page.ids
     assert "fragmentation-skipped" not in page.ids

@@ -66,7 +66,29 @@ def coverage(runs: list[dict]) -> list[Coverage]:
     return sorted(by_kind.values(), key=lambda c: (c.kind != "cuda", c.kind))
 
 
-def machine(run: dict) -> dict:
+def gpu_state(states: list[dict]) -> str | None:
+    """One line from a run's NVML readings (before and after each experiment): clock, power and temperature
+    ranges, and which throttle reasons were active, so a slow run can be told from a throttled one."""
+    if not states:
+        return None
+
+    def span(key, unit, fmt="{:,.0f}"):
+        vals = [s[key] for s in states if s[key] is not None]
+        if not vals:
+            return None
+        lo, hi = fmt.format(min(vals)), fmt.format(max(vals))
+        return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
+
+    parts = [p for p in (span("sm_clock_mhz", " MHz SM"), span("mem_clock_mhz", " MHz memory"),
+                         span("power_w", " W"), span("temp_c", " °C")) if p]
+    throttled = [s for s in states if s["throttled"]]
+    reasons = sorted({r for s in throttled for r in s["throttle_reasons"].split(",")})
+    parts.append(f"throttled in {len(throttled)} of {len(states)} readings ({', '.join(reasons)})" if throttled
+                 else f"no throttling in {len(states)} readings")
+    return "; ".join(parts)
+
+
+def machine(run: dict, states: list[dict] = ()) -> dict:
     """A run's machine card: what a reader needs to judge and reproduce its numbers."""
     def gib(v):
         return None if v is None else f"{v / 2 ** 30:.1f} GiB"
@@ -81,6 +103,7 @@ def machine(run: dict) -> dict:
         ("kvreport", run["kvreport_version"]), ("Python", run["python_version"])) if v)
     weights = {True: "random (built from the config)", False: "real (downloaded)"}.get(run["weights_random"])
     fields = [("CPU", cpu), ("memory", gib(run["host_memory_bytes"])), ("GPU", gpu or "none"), ("weights", weights),
+              ("GPU state (NVML)", gpu_state(list(states))),
               ("OS", run["os"]), ("versions", versions), ("kvreport commit", run.get("kvreport_commit")),
               ("started (UTC)", run["started_at"] and str(run["started_at"]))]
     return {"run": run, "fields": [(k, v) for k, v in fields if v], "command": run["command_line"]}
@@ -106,6 +129,7 @@ class OverviewPage:
 
 def context(q, site) -> OverviewPage:
     runs = q("runs")
+    device_states = q("device_state")  # NVML clocks/power/temperature/throttling around each experiment
     statuses = q("experiment_status")
     rows = headlines(q, site)
 
@@ -140,7 +164,8 @@ def context(q, site) -> OverviewPage:
         runs=runs, run_columns=[c for c in RUN_COLUMNS if any(r[c[0]] is not None for r in runs)],
         coverage=cov, has_gpu=any(c.kind == "cuda" for c in cov), groups=groups,
         general=[h for h in rows if h["run_id"] is None],
-        machines=[machine(r) for r in sorted(runs, key=lambda r: -r["run_id"])], skips=skips,
+        machines=[machine(r, [s for s in device_states if s["run_id"] == r["run_id"]])
+                  for r in sorted(runs, key=lambda r: -r["run_id"])], skips=skips,
         n_claims=len({c["claim_id"] for c in claims}), n_verdicts=len(claims),
         n_pending=sum(c["verdict"] == _claims.GPU_PENDING for c in claims),
         verdicts=_claims.verdict_counts(claims),
