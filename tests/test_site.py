@@ -509,6 +509,7 @@ def test_db_at_an_older_schema_builds_from_a_migrated_copy_and_stays_untouched(f
     assert db.read_bytes() == before and not list(tmp_path.glob("old.duckdb.*"))  # no backup, no WAL
     header = read_csv(tmp_path / "out" / "data" / "runs.csv")[0]
     assert "kvreport_commit" in header  # a column added by schema 2, present in the migrated copy
+    assert "published as it was recorded, at schema version 1" in (tmp_path / "out" / "data.html").read_text()
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -23,15 +23,18 @@ def build_site(db: Path, out: Path) -> list[str]:
     db, out = Path(db), Path(out)
     if out.exists() and not out.is_dir():
         raise BuildError(f"--out {out}: is a file; name a folder for the site")
+    with Store(db, read_only=True, allow_older=True) as store:
+        file_schema = store.schema_version()
     with current_db(db) as path:
         with Store(path, read_only=True) as store:
             run_ids = [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY run_id")]
             tables = [t for t in store.tables() if t != "kvreport_meta"]
+            schema = store.schema_version()
         if not run_ids:
             raise BuildError(f"{db}: the DB holds no runs yet; run `kvreport run --db {db}` first")
         with staging(out) as tmp:
             site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
-                            shown=ShownCsvs())
+                            shown=ShownCsvs(), file_schema=file_schema, schema=schema)
             copy_assets(tmp)
             con = duckdb.connect(str(path), read_only=True)
             try:

@@ -32,6 +32,8 @@ class SiteInfo:
     csv_files: dict[str, str] = field(default_factory=dict)  # table -> relative path of its CSV
     runs: list[dict] = field(default_factory=list)           # rows of queries/runs.sql
     shown: "ShownCsvs | None" = None                         # CSVs of the rows pages show
+    file_schema: int | None = None     # schema version of the DB file as published (data/kvreport.duckdb)
+    schema: int | None = None          # the schema the pages read (an older file is read through a migrated copy)
 
     def run(self, run_id) -> dict | None:
         return next((r for r in self.runs if r["run_id"] == run_id), None)
