@@ -8,6 +8,7 @@ costs about a tenth of a second.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from html.parser import HTMLParser
 import types
@@ -527,20 +528,22 @@ def test_verdict(case, empty_db, tmp_path, monkeypatch):
 
 class ClaimsPage(HTMLParser):
     """{(claim_id, run id or None): verdict} from claims.html: a claim's id is the `cid` span of its first
-    row (the claim cell spans its rows); each row's run is the number in its run cell, or none."""
+    row (the claim cell spans its rows); a row's runs are listed in its run cell ("run 2, run 3": runs with
+    the same figure and verdict share a row), or none."""
 
     def __init__(self, text: str):
         super().__init__(convert_charrefs=True)
         self.verdicts: dict = {}
         self._claim = self._cell = None
-        self._run = self._verdict = None
+        self._runs: list = []
+        self._verdict = None
         self._text: list[str] = []
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
         cls = (dict(attrs).get("class") or "").split()
         if tag == "tr":
-            self._run = self._verdict = None
+            self._runs, self._verdict = [None], None
         elif tag == "span" and "cid" in cls:
             self._cell, self._text = "cid", []
         elif tag == "abbr" and self._cell == "run":
@@ -553,15 +556,15 @@ class ClaimsPage(HTMLParser):
         if tag == "span" and self._cell == "cid":
             self._claim, self._cell = text, None
         elif tag == "abbr" and self._cell == "run_id":
-            self._run, self._cell = int(text.removeprefix("run ")), None
+            self._runs, self._cell = [int(n) for n in re.findall(r"run (\d+)", text)], None
         elif tag == "td" and self._cell in ("run", "verdict"):
             if self._cell == "verdict":
                 self._verdict = text
             self._cell = None
         elif tag == "tr" and self._verdict is not None:
-            key = (self._claim, self._run)
-            assert key not in self.verdicts, key
-            self.verdicts[key] = self._verdict
+            for run in self._runs:
+                assert (self._claim, run) not in self.verdicts, (self._claim, run)
+                self.verdicts[self._claim, run] = self._verdict
 
     def handle_data(self, data):
         if self._cell:
@@ -640,3 +643,15 @@ def test_topic_page_shows_the_verdict_of_a_named_claim(verdict_site, page, claim
     header, *body = table_rows((verdict_site / f"{page}.html").read_text(encoding="utf-8"), f"{page}-claims")
     c, r, v = (header.index(k) for k in ("claim", "run", "verdict"))
     assert [row[v] for row in body if row[c] == claim and row[r] == run] == [verdict]
+
+
+def test_claims_page_shows_the_ledgers_verdict_for_every_claim_and_run(built_site):
+    """The fixture site: each (claim, run) row of claims.html carries the verdict of the same row of the
+    ledger CSV (which also keeps superseded runs), and every claim of the ledger is on the page."""
+    import csv
+
+    with open(built_site / "data" / "claims-ledger.csv", newline="", encoding="utf-8") as f:
+        ledger = {(r["claim_id"], int(r["run_id"]) if r["run_id"] else None): r["verdict"] for r in csv.DictReader(f)}
+    shown = ClaimsPage((built_site / "claims.html").read_text(encoding="utf-8")).verdicts
+    assert shown and {k: ledger.get(k) for k in shown} == shown
+    assert {c for c, _ in shown} == {c for c, _ in ledger}
