@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from .probes import cuda_free_bytes
 from .timing import gbs, time_fn
 
 GIB = 1 << 30
@@ -91,7 +92,7 @@ def default_copy_bytes(device) -> int:
 
     if device.type != "cuda":
         return 256 * MIB
-    free, _ = torch.cuda.mem_get_info(device)
+    free, _ = cuda_free_bytes(device)
     for nbytes in (2 * GIB, GIB):
         if 2 * nbytes <= 0.8 * free:  # source + destination, with room to spare
             return nbytes
@@ -163,7 +164,7 @@ def roof_rounds(ctx) -> dict:
     """Repeats and rounds of a roof point: fewer on a CPU quick run, where each costs real seconds."""
     if ctx.is_cuda:
         return {"warmup": 3, "repeats": 30, "rounds": 3}
-    return {"warmup": 1, "repeats": 5, "rounds": 2} if ctx.quick else {"warmup": 2, "repeats": 8, "rounds": 3}
+    return {"warmup": 1, "repeats": 5, "rounds": 2} if ctx.quick else {"warmup": 1, "repeats": 6, "rounds": 2}
 
 
 def roof_for(ctx, op: str, nbytes: int, warm: bool = False) -> dict:

@@ -234,10 +234,11 @@ def targets(is_cuda: bool, quick: bool) -> list[int]:
 def planned_workloads(ctx) -> list[Plan]:
     """The compaction sizes of this run that fit in free memory (with 30% to spare on a GPU)."""
     from .kv_formula import kv_shape
+    from .probes import cuda_free_bytes
 
     shape = kv_shape(ctx.config)
     plans = [plan_for(t, shape, ctx.dtype_bytes, ctx.max_positions) for t in targets(ctx.is_cuda, ctx.quick)]
     if ctx.is_cuda:
-        free = torch.cuda.mem_get_info(ctx.device)[0]
+        free = cuda_free_bytes(ctx.device)[0]
         plans = [p for p in plans if p.footprint < 0.7 * free]
     return plans

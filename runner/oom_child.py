@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from .child_process import child_main
+from .probes import CudaAllocator
 
 CHUNK = 256 << 20
 
@@ -27,7 +28,8 @@ def scenario(spec: dict) -> dict:
         sys.exit(3)
     torch.cuda.set_device(device)
     torch.cuda.synchronize()
-    base = torch.cuda.memory_allocated(device)
+    alloc = CudaAllocator(device)
+    base = alloc.allocated()
     blocks, caught, error = [], False, None
     limit = int(spec.get("max_bytes", 1 << 50)) // CHUNK  # a bound for tests; none on a real run
     try:
@@ -39,7 +41,7 @@ def scenario(spec: dict) -> dict:
     blocks.clear()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    freed = torch.cuda.memory_allocated(device) == base
+    freed = alloc.allocated() == base
 
     from .kv_cache import forward_with_cache
     from .models import load_model

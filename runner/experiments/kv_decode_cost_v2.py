@@ -24,6 +24,7 @@ from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import FLUSH_FACTOR, last_level_cache_bytes
 from ..decode_step import MODES, ModeUnavailable, make_decoder
 from ..kv_formula import kv_shape
+from ..probes import cuda_free_bytes
 from ..timing import gbs, time_fn
 
 NAME = "kv_decode_cost_v2"
@@ -73,9 +74,7 @@ def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_byte
 def _fits_memory(ctx: RunContext, prefix_len: int, batch: int) -> bool:
     if not ctx.is_cuda:
         return True
-    import torch
-
-    free, _ = torch.cuda.mem_get_info(ctx.device)
+    free, _ = cuda_free_bytes(ctx.device)
     kv = kv_shape(ctx.config).cache_bytes(prefix_len + 1, batch, ctx.dtype_bytes)
     logits = batch * prefix_len * ctx.vocab_size * ctx.dtype_bytes  # the prefill's logits
     return 3 * kv + logits < 0.8 * free  # cache, its torch.cat copy, a deep copy if crop is missing

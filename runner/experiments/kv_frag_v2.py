@@ -16,6 +16,7 @@ import os
 from . import Result, RunContext, Skip
 from ..child_process import ChildError, run_json_child
 from ..kv_formula import kv_shape
+from ..probes import cuda_free_bytes
 
 NAME = "kv_frag_v2"
 ITERATION = 2
@@ -59,9 +60,7 @@ def run(ctx: RunContext) -> Result:
     if not ctx.is_cuda:
         raise Skip("needs the CUDA caching allocator: fragmentation is a property of torch's CUDA allocator, "
                    "and this run has no GPU")
-    import torch
-
-    free, _ = torch.cuda.mem_get_info(ctx.device)
+    free, _ = cuda_free_bytes(ctx.device)
     spec = scenario_spec(ctx, min(2 << 30, int(0.25 * free)))
     rows, summary = [], []
     for allocator in ALLOCATORS:

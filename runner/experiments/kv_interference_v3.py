@@ -35,6 +35,7 @@ from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import is_correct, make_workload, plan_for
 from ..decode_step import ModeUnavailable, make_decoder
 from ..kv_formula import kv_shape
+from ..probes import cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
 
 NAME = "kv_interference_v3"
@@ -204,7 +205,7 @@ def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gat
     kind = "cuda" if ctx.is_cuda else "cpu"
     cap = COMPACT_MAX_LIVE_BYTES[kind]
     if ctx.is_cuda:  # pool (2x live) + destination + the check's reference must leave room for decode
-        cap = min(cap, int(0.3 * torch.cuda.mem_get_info(ctx.device)[0]) // 4)
+        cap = min(cap, int(0.3 * cuda_free_bytes(ctx.device)[0]) // 4)
     live = min(cap, COMPACT_PILOT_LIVE_BYTES[kind])
     work, compact_ms = None, None
     for _attempt in range(3):
