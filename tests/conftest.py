@@ -29,7 +29,8 @@ def markup(field: str) -> str:
 
 
 # Free text that reaches a page, by field: the runs row, and an audit's logs, file names and price file.
-FIELD_PAYLOADS = {f: markup(f) for f in ("label", "device", "session", "request-model", "reject-reason")}
+FIELD_PAYLOADS = {f: markup(f) for f in ("label", "device", "session", "request-model", "reject-reason", "prompt",
+                                          "instruction")}
 # A file name cannot hold "/": the file-name payloads are an element and a quote breakout. The price file's
 # element has no src, so a broken escape there is caught by the page checks, not first by the build's link check.
 FIELD_PAYLOADS["source-file"] = '<img src=x onerror="window.__xss=7">source-file\' onfocus=\'window.__xss=5\''
@@ -88,10 +89,11 @@ def write_payload_db(path: Path) -> dict:
 
 def write_payload_audit(db: Path) -> None:
     """`kvreport audit` (the real ingest) of two logs into `db`: an OpenAI envelope log and bare objects whose
-    session id, model and error message are payloads, in a file with a payload name, priced by a price file
-    with a payload name."""
+    session id, model, error message, system prompt (its snippet where calls diverge) and repeated user
+    instruction are payloads, in a file with a payload name, priced by a price file with a payload name."""
     import json
 
+    from kvreport.runner.audit.demo import _build_tokenizer  # the demo's word-level tokenizer
     from kvreport.runner.commands.audit import execute
 
     folder = db.parent / "payload-logs"
@@ -99,7 +101,12 @@ def write_payload_audit(db: Path) -> None:
     p = FIELD_PAYLOADS
     usage = {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050,
              "prompt_tokens_details": {"cached_tokens": 499}}
-    envelope = [{"session_id": p["session"], "timestamp": f"2025-01-01T00:0{i}:00Z", "request": {"model": p["request-model"]},
+    # The system prompt changes at its top each call (the bloat analysis shows the diverging snippet); the
+    # user repeats one instruction (the repeats table shows it).
+    envelope = [{"session_id": p["session"], "timestamp": f"2025-01-01T00:0{i}:00Z",
+                 "request": {"model": p["request-model"], "messages": [
+                     {"role": "system", "content": f"Time {i} {p['prompt']} You are a bot"},
+                     *[{"role": "user", "content": p["instruction"]}] * (i + 1)]},
                  "response": {"id": f"c{i}", "object": "chat.completion", "created": 1735689600,
                               "model": p["request-model"], "choices": [], "usage": usage}} for i in range(3)]
     envelope.append({"session_id": "no-response"})  # a reject whose file is the payload-named one
@@ -112,7 +119,9 @@ def write_payload_audit(db: Path) -> None:
     prices = folder / (p["price-file"] + ".json")
     prices.write_text(json.dumps({"as_of": "2026-11-01", "prices": [
         {"model": p["request-model"], "input_mtok": 1.0, "output_mtok": 2.0}]}), encoding="utf-8")
-    execute(logs, db=db, echo=lambda *_: None, prices=prices)
+    tokenizer = folder / "tokenizer.json"
+    _build_tokenizer([f"Time 0 1 2 {p['prompt']} You are a bot {p['instruction']}"]).save(str(tokenizer))
+    execute(logs, db=db, echo=lambda *_: None, prices=prices, tokenizer=str(tokenizer))
 
 
 @pytest.fixture(scope="session")

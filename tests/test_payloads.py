@@ -1,5 +1,6 @@
 """Markup in every free-text field that reaches a page (run label, model name, device name, session id,
-source file name, reject reason, price-file name, the models of the cost table): each comes back as its own
+source file name, reject reason, price-file name, the models of the cost table, prompt snippets and repeated
+instructions from logged messages): each comes back as its own
 literal text on the pages that show it, which only happens where it was escaped, and no page carries an
 injected element or event-handler attribute. The browser test loads the same pages in Chromium and checks
 that nothing ran. The payload DB is tests/conftest.py's (a Store-written run plus a real `kvreport audit`)."""
@@ -23,8 +24,11 @@ WHERE = {
     "reject-reason": {"audit.html": f"{AUDIT}-rejects"},
     "source-file": {"audit.html": f"{AUDIT}-rejects"},
     "price-file": {"audit.html": None},
+    "instruction": {"audit.html": f"{AUDIT}-repeats"},
+    "prompt": {"audit.html": f"{AUDIT}-bloat-table"},
 }
-PAYLOAD_OF = {**FIELD_PAYLOADS, "model": MODEL}
+# The bloat table shows a prompt snippet cut short after the point where calls diverge: its element part.
+PAYLOAD_OF = {**FIELD_PAYLOADS, "model": MODEL, "prompt": '<img src=x onerror="window.__xss=6">'}
 ALLOWED_SRC = ("assets/",)
 
 
