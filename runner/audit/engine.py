@@ -13,6 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..errors import UserError
 from . import cost
@@ -49,6 +50,13 @@ class AuditOptions:
     ttls_s: tuple[float, ...] = DEFAULT_TTLS_S
     buckets: int = 120
     memory_limit: str | None = None  # DuckDB memory_limit, e.g. "2GB"
+    # Scratch folder (spilled blocks, normalised copies). It must outlive everything the connection does
+    # with the audit's temp tables, `persist` included: DuckDB may have spilled them there. None: a folder
+    # of run_audit's own, removed when it returns (fine where nothing is persisted from this connection).
+    workdir: str | None = None
+    since: _dt.datetime | None = None  # --since / --until: only calls in [since, until) (UTC) are audited
+    until: _dt.datetime | None = None
+    on_file: Callable[[int, int, Source, int, float], None] | None = None  # progress: (i, n, file, lines, s)
     keys: Keys = Keys()             # --session-key / --time-key (none: each format's own fields)
     threads: int | None = None
     min_repeat_chars: int = 24
@@ -91,6 +99,10 @@ def _catalog(con) -> str:
     """The DB file's catalog, quoted (TEMP tables of the same names shadow its tables)."""
     db = con.execute("SELECT current_database()").fetchone()[0]
     return '"' + db.replace('"', '""') + '"'
+
+
+def _n_staged(con) -> int:
+    return con.execute("SELECT count(*) FROM _staged").fetchone()[0]
 
 
 def _has_try(con) -> bool:
@@ -159,13 +171,18 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
     behind but scratch temp tables, which `cleanup` drops) when nothing valid was read or, with
     `strict`, when anything was rejected."""
     started = time.perf_counter()
-    tmpdir = tempfile.mkdtemp(prefix="kvreport-audit-")
+    tmpdir = opts.workdir or tempfile.mkdtemp(prefix="kvreport-audit-")
     try:
         _setup(con, tmpdir, opts)
         # Every file is checked before any is read: a bad path fails fast, with nothing written.
         sources = [detect(con, Path(p), opts.fmt) for p in paths]
-        for src in sources:
+        for i, src in enumerate(sources, 1):
+            t_file, rows_before = time.perf_counter(), _n_staged(con)
             ingest(con, src, tmpdir, opts.keys)
+            if opts.on_file:
+                opts.on_file(i, len(sources), src, _n_staged(con) - rows_before, time.perf_counter() - t_file)
+        if opts.since or opts.until:
+            run_sql(con, "window", since=opts.since, until=opts.until)
         ids = dict(audit_id=audit_id, run_id=run_id)
 
         content_calls = con.execute(
@@ -227,7 +244,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
         return AuditResult(audit_id, summary, sources, rejects)
     finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        if not opts.workdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _select(name: str) -> tuple[str, list]:

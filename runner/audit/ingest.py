@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import codecs
 import csv
+import glob
+import gzip
 import io
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +100,50 @@ class Source:
         return str(self.path)
 
 
+def expand_paths(args: list[str | Path], exclude: tuple[Path, ...] = ()) -> list[Path]:
+    """The log files named on the command line, in order, each once: a file as given; a folder, every
+    file under it (sorted; hidden ones skipped); a glob the shell did not expand (`'logs/2026-11-*.gz'`),
+    its matches (sorted). A folder or glob with no file is an error naming it. `exclude`: the DB's own files."""
+    out: dict[Path, None] = {}
+    skip = {p.resolve() for p in exclude}
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(f for f in path.rglob("*") if f.is_file()
+                           and not any(part.startswith(".") for part in f.relative_to(path).parts))
+            if not found:
+                raise AuditInputError(f"{path}: a folder with no log files in it")
+        elif not path.exists() and any(c in str(arg) for c in "*?["):
+            found = sorted(Path(f) for f in glob.glob(str(arg), recursive=True) if Path(f).is_file())
+            if not found:
+                raise AuditInputError(f"{arg}: no file matches")
+        else:
+            found = [path]
+        out.update((f, None) for f in found if f.resolve() not in skip)
+    return list(out)
+
+
+def compression(path: Path) -> str:
+    """gzip, zstd or none: from the file's first bytes, not its name (DuckDB's reader is told which)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    return "gzip" if head[:2] == b"\x1f\x8b" else "zstd" if head == b"\x28\xb5\x2f\xfd" else "none"
+
+
+def open_log(path: Path) -> io.BufferedIOBase:
+    """The file's bytes as DuckDB's reader sees them: gzip and zstd are decompressed as they are read."""
+    kind = compression(path)
+    if kind == "gzip":
+        return gzip.open(path, "rb")
+    if kind == "zstd":
+        try:
+            import zstandard
+        except ImportError:
+            raise AuditInputError(f"{path}: zstd-compressed, and the zstandard package is not installed") from None
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
+    return open(path, "rb")
+
+
 def _check_readable(path: Path) -> None:
     if not path.exists():
         raise AuditInputError(f"{path}: no such file")
@@ -111,7 +158,7 @@ def _check_readable(path: Path) -> None:
 
 def _first_line(path: Path) -> str | None:
     """The first non-blank line (whole, however long), or None for an empty file."""
-    with open(path, "rb") as f:
+    with open_log(path) as f:
         for raw in f:
             text = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
             if text:
@@ -123,6 +170,13 @@ def _looks_like_doc(con, path: Path) -> dict | None:
     """A file that is one (pretty-printed) JSON document: its top-level object, else None."""
     if path.stat().st_size > 512 * 1024 * 1024:
         return None
+    if compression(path) != "none":  # read_text does not decompress
+        with open_log(path) as f:
+            try:
+                doc = json.loads(f.read(512 * 1024 * 1024))
+            except (ValueError, RecursionError, EOFError, OSError):
+                return None
+        return doc if isinstance(doc, dict) else None
     row = con.execute("SELECT json_valid(content), CASE WHEN json_valid(content) THEN json_keys(content) END "
                       "FROM read_text(?)", [str(path)]).fetchone()
     if row and row[0] and row[1] is not None:
@@ -226,7 +280,7 @@ def detect(con, path: Path, fmt: str = "auto") -> Source:
 
 def _csv_header(path: Path) -> list[str]:
     """The header's column names (lower case), checked for the required ones."""
-    with open(path, "r", encoding="utf-8-sig", errors="replace", newline="") as f:
+    with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f:
         header = next(csv.reader(io.StringIO(f.readline())), [])
     names = [h.strip().lower() for h in header]
     missing = [c for c in SESSION_COLUMNS if c not in names]
@@ -249,7 +303,7 @@ def _csv_records(path: Path, tmpdir: str) -> Path:
     width = len(names)
     out = Path(tempfile.mkstemp(prefix="csv-", suffix=".jsonl", dir=tmpdir)[1])
     csv.field_size_limit(MAX_LINE_BYTES)
-    with open(path, "r", encoding="utf-8-sig", errors="replace", newline="") as f, \
+    with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f, \
             open(out, "w", encoding="utf-8") as dst:
         reader = csv.reader(f, strict=False)
         next(reader, None)
@@ -286,12 +340,20 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
     out = Path(tempfile.mkstemp(prefix="clean-", suffix=".txt", dir=tmpdir)[1])
     dec = codecs.getincrementaldecoder("utf-8")(errors="kvreport_sub")
     carry = ""
-    with open(path, "rb") as src, open(out, "w", encoding="utf-8", newline="") as dst:
+    with open_log(path) as src, open(out, "w", encoding="utf-8", newline="") as dst:
         while chunk := src.read(64 << 20):
             text = carry + dec.decode(chunk)
             carry = "\r" if text.endswith("\r") else ""  # its \n may start the next chunk
             dst.write(_normalise(text[:-1] if carry else text))
         dst.write(_normalise(carry + dec.decode(b"", final=True)))
+    return out
+
+
+def _plain_copy(path: Path, tmpdir: str) -> Path:
+    """A decompressed copy of a compressed file, for the readers that do not decompress (read_text)."""
+    out = Path(tempfile.mkstemp(prefix="plain-", dir=tmpdir)[1])
+    with open_log(path) as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst, 16 << 20)
     return out
 
 
@@ -315,7 +377,7 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
     buffer reads a file on one thread, so it is not the default); a file that is not clean UTF-8 or
     mixes line endings -> again from a normalised copy."""
     params = dict(path=str(src.path), source=src.label, source_name=src.path.name, delim=NUL,
-                  max_line_size=DEFAULT_LINE_BYTES)
+                  max_line_size=DEFAULT_LINE_BYTES, compression=compression(src.path))
     for _attempt in range(3):
         try:
             _ingest_once(con, src, params, tmpdir, keys or Keys())
@@ -325,7 +387,7 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
             if src.layout in ("jsonl", "csv") and "line size" in msg and params["max_line_size"] < MAX_LINE_BYTES:
                 params["max_line_size"] = MAX_LINE_BYTES
             elif src.layout in ("jsonl", "csv") and _needs_sanitizing(exc) and params["path"] == str(src.path):
-                params["path"] = str(_sanitized_copy(src.path, tmpdir))
+                params.update(path=str(_sanitized_copy(src.path, tmpdir)), compression="none")
             elif isinstance(exc, UserError):
                 raise
             else:
@@ -358,6 +420,8 @@ def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> Non
             run_sql(con, "sessions_jsonl", **params)
         run_sql(con, "ingest_sessions", **params)
     elif src.fmt == "otel":
+        if src.layout == "doc" and params["compression"] != "none":  # read_text does not decompress
+            params = dict(params, path=str(_plain_copy(src.path, tmpdir)), compression="none")
         run_sql(con, "lines_doc" if src.layout == "doc" else "lines", **params)
         run_sql(con, "ingest_otel", **params)
     else:  # one row per line: parsed straight from the reader, numbered afterwards

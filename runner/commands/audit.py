@@ -1,6 +1,10 @@
 """`kvreport audit`: token audits of LLM traffic logs (PCER, SPOR, KV footprint and leakage, bloat)."""
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -17,16 +21,50 @@ def _pct(v) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}%"
 
 
+def _utc(option: str, value: str | None) -> _dt.datetime | None:
+    """An ISO-8601 time from the command line as naive UTC (what the audit's times are); no offset: UTC."""
+    if value is None:
+        return None
+    try:
+        t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UserError(f"{option} {value!r}: not a time (ISO 8601, e.g. 2026-11-01 or 2026-11-01T12:00:00+01:00)") \
+            from None
+    return t.astimezone(_dt.timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+
+@contextlib.contextmanager
+def _progress(n_files: int, enabled: bool | None):
+    """Files done and lines per second, on stderr, only when it is a terminal (enabled None: auto).
+    Yields the audit's per-file callback, or None."""
+    if not (sys.stderr.isatty() if enabled is None else enabled):
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True, force_terminal=enabled), transient=True) as bar:
+        task = bar.add_task("reading", total=n_files)
+
+        def on_file(i: int, n: int, src, lines: int, seconds: float) -> None:
+            bar.update(task, completed=i, description=f"read {src.path.name}: {lines:,} lines, "
+                                                      f"{lines / max(seconds, 1e-9):,.0f} lines/s")
+
+        yield on_file
+
+
 def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path = Path("kvreport.duckdb"),
             tokenizer: str | None = None, idle_timeout: float = 300.0, strict: bool = False,
             spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = "2GB",
             echo=typer.echo, prices: Path | None = None, gpu_hour_price: float | None = None,
-            session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None) -> dict:
+            session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None,
+            since: str | None = None, until: str | None = None, progress: bool | None = None) -> dict:
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process."""
     from ..audit.cost import load_prices_file, prefetch
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
-    from ..audit.ingest import FORMATS, Keys, detect, json_keys
+    from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
     from ..store import Store
@@ -37,6 +75,10 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
     if not paths:
         raise UserError("give at least one log file")
+    paths = expand_paths(paths, exclude=(Path(db), Path(str(db) + ".wal")))  # folders and quoted globs
+    window = _utc("--since", since), _utc("--until", until)
+    if window[0] and window[1] and window[0] >= window[1]:
+        raise UserError(f"--since {since} is not before --until {until}")
     if gpu_hour_price is not None and not gpu_hour_price >= 0:
         raise UserError(f"--gpu-hour-price {gpu_hour_price}: must be >= 0 (USD per GPU-hour)")
     tok = load_tokenizer(tokenizer) if tokenizer else None
@@ -56,8 +98,11 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         probe.close()
     created = not Path(db).exists()
     prefetch()
+    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-")  # outlives the DB connection: see workdir
+    opts.workdir = work.name
+    opts.since, opts.until = window
     try:
-        with Store(db) as store:
+        with work, Store(db) as store, _progress(len(paths), progress) as opts.on_file:
             con = store.con
             pricing = kv_pricing(model, con)
             memory = memory_from_db(con, model)
@@ -98,7 +143,8 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     else:
         echo("  rejected: 0 records")
     if s.get("n_skipped_lines"):
-        echo(f"  skipped: {s['n_skipped_lines']:,} blank line(s)")
+        echo(f"  skipped: {s['n_skipped_lines']:,} line(s): blank" + (", or calls outside --since/--until"
+                                                                     if since or until else ""))
     return s
 
 
@@ -127,7 +173,9 @@ def _echo_cost(s: dict, echo) -> None:
 def audit(
     paths: Annotated[list[Path], typer.Argument(help="Log files (shapes: see --format): API responses, batch "
                                                      "results, LiteLLM and Langfuse logs, OpenTelemetry exports, "
-                                                     "session records.")],
+                                                     "session records. Folders (every file in them) and quoted "
+                                                     "globs ('logs/2026-11-*.jsonl.gz') too; .gz and .zst are "
+                                                     "read as they are.")],
     format: Annotated[str, typer.Option("--format", help="auto (exact: a record two formats accept is an error), "
                                                          "sessions, openai, anthropic (JSONL envelopes), otel, "
                                                          "openai-chat, openai-response, anthropic-message (bare API "
@@ -158,10 +206,16 @@ def audit(
     time_key: Annotated[str | None, typer.Option(
         "--time-key", help="JSON path of each call's time (ISO-8601 or Unix s/ms/us/ns), replacing the format's "
                            "own.")] = None,
+    since: Annotated[str | None, typer.Option(help="Audit only calls at or after this time (ISO 8601; no offset: "
+                                                   "UTC). Calls outside the window, or without a time, are "
+                                                   "skipped.")] = None,
+    until: Annotated[str | None, typer.Option(help="Audit only calls before this time (ISO 8601; no offset: "
+                                                   "UTC).")] = None,
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
     execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit,
-            prices=prices, gpu_hour_price=gpu_hour_price, session_keys=session_key or (), time_key=time_key)
+            prices=prices, gpu_hour_price=gpu_hour_price, session_keys=session_key or (), time_key=time_key,
+            since=since, until=until)
 
 
 def register(app: typer.Typer) -> None:

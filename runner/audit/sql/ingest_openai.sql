@@ -13,7 +13,7 @@ WITH rec AS (  -- every line, blank ones too: rows keep file order, ingest.py nu
   SELECT CAST(NULL AS BIGINT) AS line, raw,
          kv_blank(raw) AS blank
   FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = $delim, quote = '', escape = '',
-                auto_detect = false, max_line_size = $max_line_size)
+                auto_detect = false, max_line_size = $max_line_size, compression = $compression)
 ),
 p AS (
   SELECT line, raw, blank, CASE WHEN NOT blank THEN kv_parse(raw, '{

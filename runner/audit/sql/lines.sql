@@ -7,4 +7,4 @@
 CREATE OR REPLACE TEMP TABLE _lines AS
 SELECT raw
 FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = $delim, quote = '', escape = '',
-              auto_detect = false, max_line_size = $max_line_size);
+              auto_detect = false, max_line_size = $max_line_size, compression = $compression);

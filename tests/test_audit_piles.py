@@ -1,0 +1,140 @@
+"""Real log piles (issue 12): folders, globs, .gz and .zst, many files at once, --since/--until, progress."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kvreport.runner.commands.audit import execute
+
+FIX = Path(__file__).parent / "fixtures" / "audit"
+
+
+def _cli(*argv) -> int:
+    from kvreport.runner.cli import main
+
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code
+    return 0
+
+
+def _zst(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdCompressor().compress(data)
+
+
+def _results(db: Path) -> tuple[list, list, dict]:
+    """Calls and rejects with the file name instead of its path, and the audit's figures."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        calls = con.execute("SELECT regexp_extract(source, '[^/]+$') AS f, line, session_id, start_time, input_tokens, "
+                            "cached_input_tokens, output_tokens FROM token_calls ORDER BY ALL").fetchall()
+        rej = con.execute("SELECT regexp_extract(source, '[^/]+$'), line, reason FROM token_rejects ORDER BY ALL").fetchall()
+        cur = con.execute("SELECT n_calls, n_sessions, n_rejects, n_skipped_lines, overall_pcer, leakage_index FROM audits")
+        summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+    finally:
+        con.close()
+    return calls, rej, summary
+
+
+def _no_file(rows: list) -> list:
+    return [r[1:] for r in rows]
+
+
+def test_gz_and_zst_give_the_same_audit_as_the_plain_file(tmp_path):
+    raw = (FIX / "openai.jsonl").read_bytes()
+    (tmp_path / "log.jsonl.gz").write_bytes(gzip.compress(raw))
+    (tmp_path / "log.jsonl.zst").write_bytes(_zst(raw))
+    (tmp_path / "oddly-named.log").write_bytes(_zst(raw))  # told by its bytes, not its name
+    out = {}
+    for name in ("log.jsonl.gz", "log.jsonl.zst", "oddly-named.log"):
+        execute([tmp_path / name], db=tmp_path / f"{name}.duckdb", echo=lambda *_: None)
+        out[name] = _results(tmp_path / f"{name}.duckdb")
+    execute([FIX / "openai.jsonl"], db=tmp_path / "plain.duckdb", echo=lambda *_: None)
+    plain = _results(tmp_path / "plain.duckdb")
+    assert plain[2]["n_rejects"] == 6 and plain[1][0][1] == 3  # bad lines keep their numbers
+    for calls, rej, summary in out.values():
+        assert summary == plain[2]
+        assert _no_file(calls) == _no_file(plain[0]) and _no_file(rej) == _no_file(plain[1])
+
+
+def test_compressed_sessions_csv_and_messy_lines(tmp_path):
+    """The readers that are not DuckDB's (CSV records, the normalised copy of a file with stray bytes)
+    decompress too."""
+    csv_text = (FIX / "sessions.csv").read_bytes()
+    (tmp_path / "s.csv.gz").write_bytes(gzip.compress(csv_text))
+    good, rest = (FIX / "openai.jsonl").read_bytes().split(b"\n", 1)
+    messy = good + b'\r\n{"session_id": "\xff"}\nstray\rcr\n' + rest  # mixed endings, a bad byte, a lone CR
+    (tmp_path / "messy.jsonl.zst").write_bytes(_zst(messy))
+    (tmp_path / "messy.jsonl").write_bytes(messy)
+    for a, b in (("s.csv.gz", FIX / "sessions.csv"), ("messy.jsonl.zst", tmp_path / "messy.jsonl")):
+        execute([tmp_path / a], db=tmp_path / f"{a}.duckdb", echo=lambda *_: None)
+        execute([b], db=tmp_path / f"{a}-plain.duckdb", echo=lambda *_: None)
+        x, y = _results(tmp_path / f"{a}.duckdb"), _results(tmp_path / f"{a}-plain.duckdb")
+        assert _no_file(x[0]) == _no_file(y[0]) and _no_file(x[1]) == _no_file(y[1]) and x[2] == y[2]
+
+
+def test_folders_and_quoted_globs_read_every_file_and_name_it(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "2026-11").mkdir(parents=True)
+    lines = (FIX / "openai.jsonl").read_text().splitlines(keepends=True)
+    (logs / "2026-11" / "a.jsonl").write_text("".join(lines[:5]))
+    (logs / "2026-11" / "b.jsonl.gz").write_bytes(gzip.compress("".join(lines[5:]).encode()))
+    (logs / ".hidden.jsonl").write_text("not even json\n")  # hidden files are not logs
+    s = execute([logs], db=tmp_path / "dir.duckdb", echo=lambda *_: None)
+    calls, rej, _ = _results(tmp_path / "dir.duckdb")
+    assert s["n_calls"] == 3 and s["n_rejects"] == 6
+    assert {r[0] for r in rej} == {"a.jsonl", "b.jsonl.gz"} and ("a.jsonl", 3, "malformed JSON") in rej
+    assert ("b.jsonl.gz", 1, "usage.prompt_tokens is not an integer (got 12.5)") in rej  # line 6 of the whole
+    s2 = execute([str(logs / "2026-11" / "*.jsonl*")], db=tmp_path / "glob.duckdb", echo=lambda *_: None)
+    assert s2["n_calls"] == 3 and _results(tmp_path / "glob.duckdb")[1] == rej
+
+
+def test_a_pile_with_one_bad_file_fails_before_anything_is_written(tmp_path, capsys):
+    pile = tmp_path / "pile"
+    pile.mkdir()
+    shutil.copy(FIX / "openai.jsonl", pile / "1.jsonl")
+    (pile / "2.txt").write_text("hello world\n")
+    db = tmp_path / "k.duckdb"
+    assert _cli("audit", pile, "--db", db) == 2
+    err = capsys.readouterr().err
+    assert "2.txt" in err and "Traceback" not in err and not db.exists()
+    (pile / "2.txt").unlink()
+    (pile / "3.jsonl.gz").write_bytes(gzip.compress((FIX / "openai.jsonl").read_bytes())[:-30])  # cut short
+    assert _cli("audit", pile, "--db", db) == 2
+    err = capsys.readouterr().err
+    assert "3.jsonl.gz" in err and "Traceback" not in err and not db.exists()
+    assert _cli("audit", str(tmp_path / "nothing-*.jsonl"), "--db", db) == 2
+    assert "no file matches" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert _cli("audit", tmp_path / "empty", "--db", db) == 2
+    assert "no log files" in capsys.readouterr().err and not db.exists()
+
+
+def test_since_until_audit_a_time_window(tmp_path):
+    log = tmp_path / "day.jsonl"
+    log.write_text("".join(json.dumps({"session_id": f"s{h % 3}", "timestamp": f"2026-11-01T{h:02d}:30:00Z",
+                                       "response": {"usage": {"prompt_tokens": 100 + h, "completion_tokens": 1}}})
+                           + "\n" for h in range(24)) + '{"response": {"usage": {"prompt_tokens": 5, "completion_tokens": 1}}}\n'
+                   + "{broken\n")
+    s = execute([log], db=tmp_path / "w.duckdb", echo=lambda *_: None, since="2026-11-01T06:00:00Z",
+                until="2026-11-01T10:00:00+01:00")  # 06:00 to 09:00 UTC
+    calls, rej, _ = _results(tmp_path / "w.duckdb")
+    assert [c[4] for c in calls] == [106, 107, 108] and s["n_skipped_lines"] == 21 + 1  # + the call with no time
+    assert rej == [("day.jsonl", 26, "malformed JSON")]  # a broken line stays a reject whatever the window
+    assert _cli("audit", log, "--since", "yesterday", "--db", tmp_path / "x.duckdb") == 2
+    assert _cli("audit", log, "--since", "2026-11-02", "--until", "2026-11-01", "--db", tmp_path / "x.duckdb") == 2
+
+
+def test_progress_only_on_a_terminal(tmp_path, capsys):
+    assert _cli("audit", FIX / "openai.jsonl", "--db", tmp_path / "a.duckdb") == 0
+    err = capsys.readouterr().err
+    assert "lines/s" not in err and "\x1b[" not in err  # not a terminal here: quiet
+    execute([FIX / "openai.jsonl", FIX / "anthropic.jsonl"], db=tmp_path / "b.duckdb", progress=True)
+    assert "lines/s" in capsys.readouterr().err  # forced on, as on a terminal
