@@ -71,8 +71,10 @@ def test_build_renders_memory_page_with_match_table(quick_run):
     assert (out / "data" / "kv_memory_v2.csv").exists() and (out / "data" / "kvreport.duckdb").exists()
     for page in out.glob("*.html"):
         html = page.read_text()
-        assert "cdn." not in html and "plotly.min.js" in html
-        assert 'src="assets/plotly.min.js"' in html  # relative, never inlined
+        assert "cdn." not in html
+        # Relative, never inlined, and only on pages that draw a chart (tests/test_site.py holds the rule).
+        assert ('src="assets/plotly.min.js"' in html) == ('class="plot"' in html), page.name
+    assert 'src="assets/plotly.min.js"' in (out / "memory.html").read_text()
 
 
 def test_build_is_byte_identical(quick_run, tmp_path):
