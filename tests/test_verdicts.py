@@ -100,11 +100,12 @@ def capacity(bpr=512 * GPT2_BPT16, stop="cap", measured=20, ceiling_max=300, the
             "ceiling_max_requests": ceiling_max, "weight_bytes": weights, "dtype_bytes": dtype_bytes}
 
 
-def decode(rows, batch=1, growth=GPT2_BPT16, match=True, roof=0.1):
-    """(prefix_len, step_ms) pairs at one batch size."""
+def decode(rows, batch=1, growth=GPT2_BPT16, match=True, roof=0.1, over_roof=None, dram_sized=None):
+    """(prefix_len, step_ms) pairs at one batch size, eager mode."""
     return [{"prefix_len": p, "batch_size": batch, "step_ms": ms, "kv_growth_bytes": growth * batch,
              "growth_match": match, "pct_of_roof": roof, "pct_of_peak": None, "achieved_gbs": 1.0,
-             "weights_floor_ms": 1.0, "spread_wide": False, "mode": "eager"} for p, ms in rows]
+             "weights_floor_ms": 1.0, "spread_wide": False, "mode": "eager", "over_roof": over_roof,
+             "dram_sized": dram_sized} for p, ms in rows]
 
 
 def compact(method, kv_bytes, gbs, pct_peak=None, pct_roof=0.3, peak=None, over_roof=None, dram_sized=None):
@@ -324,6 +325,12 @@ CASES = [
     Case("claim_decode", "GPU: 10% of the copy roof: bandwidth-bound refuted",
          [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)], roof=0.1)})],
          {"decode_bandwidth_bound": [(None, "unsupported"), (1, "refuted")]}),
+    Case("claim_decode", "GPU: the eager step above 105% of its read roof is a measurement error: not measured",
+         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)], roof=1.2, over_roof=True)})],
+         {"decode_bandwidth_bound": [(None, "unsupported"), (1, "not measured")]}),
+    Case("claim_decode", "GPU: near the roof but within 4x the last-level cache says nothing of DRAM: not measured",
+         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)], roof=0.8, dram_sized=False)})],
+         {"decode_bandwidth_bound": [(None, "unsupported"), (1, "not measured")]}),
     Case("claim_decode", "CPU run: variation and boundness pending a GPU, growth (arithmetic) keeps its verdict",
          [Run(cpu("gpt2", "float16"), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.1)], roof=0.1)})],
          {"decode_growth_per_step": [(1, "confirmed")], "decode_variation_64_512": [(1, PENDING, "confirmed")],
