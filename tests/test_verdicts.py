@@ -100,11 +100,11 @@ def capacity(bpr=512 * GPT2_BPT16, stop="cap", measured=20, ceiling_max=300, the
             "ceiling_max_requests": ceiling_max, "weight_bytes": weights, "dtype_bytes": dtype_bytes}
 
 
-def decode(rows, batch=1, growth=GPT2_BPT16, match=True, roof=0.1, over_roof=None, dram_sized=None):
-    """(prefix_len, step_ms) pairs at one batch size, eager mode."""
+def decode(rows, batch=1, growth=GPT2_BPT16, match=True, roof=0.1, over_roof=None, dram_sized=None, mode="eager"):
+    """(prefix_len, step_ms) pairs at one batch size and decode mode."""
     return [{"prefix_len": p, "batch_size": batch, "step_ms": ms, "kv_growth_bytes": growth * batch,
              "growth_match": match, "pct_of_roof": roof, "pct_of_peak": None, "achieved_gbs": 1.0,
-             "weights_floor_ms": 1.0, "spread_wide": False, "mode": "eager", "over_roof": over_roof,
+             "weights_floor_ms": 1.0, "spread_wide": False, "mode": mode, "over_roof": over_roof,
              "dram_sized": dram_sized} for p, ms in rows]
 
 
@@ -319,6 +319,10 @@ CASES = [
     Case("claim_decode", "GPU: 64-512 window flat although prefix 2048 is slow: the window is used, confirmed",
          [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5), (2048, 30.0)])})],
          {"decode_variation_64_512": [(1, "confirmed")]}),
+    Case("claim_decode", "GPU: variation and growth read from the eager mode only (a static step 3x slower at 512)",
+         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)])
+                       + decode([(64, 5.0), (512, 15.0)], growth=1, match=False, mode="static")})],
+         {"decode_variation_64_512": [(1, "confirmed")], "decode_growth_per_step": [(1, "confirmed")]}),
     Case("claim_decode", "GPU: fewer than two prefixes in 64-512, whole range 50%: differs by hardware",
          [Run(cuda(), {"kv_decode_cost_v2": decode([(16, 10.0), (1024, 15.0)])})],
          {"decode_variation_64_512": [(1, "differs by hardware")]}),
