@@ -18,7 +18,7 @@ win AS (
          sum(greatest(0, least(t_end, greatest(t_idle, t_start)) - t_start)) AS active_session_s
   FROM _seg
 ),
-e AS (
+e AS NOT MATERIALIZED (  -- 6 TTLs x every segment: recomputed per use, never held (it would be the biggest thing in memory)
   SELECT ttl.ttl_s, s.session_id, s.t_start, s.t_end, s.kv_bytes, s.ctx_tokens, s.is_last,
          CASE WHEN ttl.ttl_s IS NULL THEN s.t_end
               ELSE least(s.t_end, greatest(s.t_start,
