@@ -48,6 +48,16 @@ def _calls(con) -> list[dict]:
     return [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
 
 
+def _claim(con, claim_id: str) -> dict:
+    """The token article's ledger row `claim_id`, as the site's query computes it from this DB."""
+    from kvreport import analysis
+
+    cur = con.execute((Path(analysis.__file__).parent / "queries" / "claim_token_article.sql").read_text())
+    cols = [d[0] for d in cur.description]
+    (row,) = [dict(zip(cols, r)) for r in cur.fetchall() if r[0] == claim_id]
+    return row
+
+
 def test_openai_cached_tokens_are_inside_input(tmp_path):
     log = _write(tmp_path / "openai.jsonl", [
         _openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 1000, 900, 20),
@@ -218,6 +228,9 @@ def test_gpu_hour_price_turns_idle_kv_into_dollars(tmp_path):
     # evicting 300 s after the last activity frees exactly the idle part
     assert ttl[300.0] == pytest.approx(s["idle_cost_usd"])
     assert con.execute("SELECT freed_cost_usd FROM token_ttl_sweep WHERE ttl_s IS NULL").fetchone()[0] == 0
+    # The ledger's "double host capacity" row states that money beside the capacity multiplier.
+    cap = _claim(con, "token-double-capacity")
+    assert f"frees ${ttl[300.0]:,.2f} of GPU memory time at $2/GPU-hour" in cap["measured_value"]
     with pytest.raises(UserError, match="--gpu-hour-price"):
         execute([log], db=tmp_path / "b.duckdb", echo=lambda *_: None, gpu_hour_price=-1.0)
 
@@ -266,11 +279,7 @@ def test_whatif_prices_the_achievable_pcer_against_no_caching(tmp_path):
     assert s["whatif_calls"] == 4 and s["whatif_reason"] is None
     assert s["whatif_achievable_pcer"] == pytest.approx((p["w"] * 60 + p["x"] * 60) / 120)
     # The ledger's verdict on "55% lower API bills" for this (non-demo) audit: the stable-prefix saving.
-    from kvreport import analysis
-
-    cur = con.execute((Path(analysis.__file__).parent / "queries" / "claim_token_article.sql").read_text())
-    cols = [d[0] for d in cur.description]
-    (bill,) = [dict(zip(cols, r)) for r in cur.fetchall() if r[0] == "token-api-bill"]
+    bill = _claim(con, "token-api-bill")
     saving = 1 - (ws + xs) / 0.00048
     assert bill["verdict"] == ("confirmed" if saving >= 0.55 else "refuted")
     assert bill["measured_value"].startswith(f"{s['audit_id']}: {100 * saving:.0f}% lower than no caching")
