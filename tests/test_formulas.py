@@ -13,7 +13,7 @@ import torch
 from kvreport.runner import ceilings, timing
 from kvreport.runner import compaction as kc
 from kvreport.runner import decode_step, probes
-from kvreport.runner.kv_formula import kv_shape
+from kvreport.runner.kv_formula import KVShape, kv_shape
 from kvreport.runner.models import load_model
 
 CPU = torch.device("cpu")
@@ -151,7 +151,7 @@ def test_workload_bytes_are_the_live_slots_read_once_and_written_once(n_tensors,
 
 def test_plan_bytes_match_the_workload_it_builds():
     """A plan's byte counts (stored before anything is allocated) equal the workload's own."""
-    shape = kv_shape(load_model("tiny-llama-gqa", CPU, torch.float32).model.config)
+    shape = KVShape(n_layers=4, n_heads=8, n_kv_heads=2, head_dim=16, sliding_windows=(None,) * 4)
     for target in (64 << 10, MIB, 64 * MIB):
         p = kc.plan_for(target, shape, 2, max_seq=256)
         assert p.n_tensors == 2 * shape.n_layers and p.row == shape.n_kv_heads * p.seq_len * shape.head_dim
