@@ -58,9 +58,15 @@ claims AS (
                 CASE WHEN peak_gbs IS NULL THEN printf('%.0f%% of the %s (no theoretical peak on a CPU)', 100 * batched_best_roof, basis)
                      ELSE printf('%.1f%% of peak, %.0f%% of the %s', 100 * batched_best_peak, 100 * batched_best_roof, basis) END,
                 naive_best),
-         CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5 THEN 'refuted' ELSE 'differs by hardware' END,
+         -- "differs by hardware" only for another GPU: on the seed's own card 14.9% is checked like any number.
+         CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5 THEN 'refuted'
+              WHEN same_gpu AND abs(batched_best_peak / 0.149 - 1) <= 0.25 THEN 'confirmed'
+              WHEN same_gpu THEN 'refuted'
+              ELSE 'differs by hardware' END,
          CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5
               THEN 'a single batched gather reaches over half of this device''s ceiling: 14.9% measured the seed''s kernel, not a limit of compaction'
+              WHEN same_gpu AND abs(batched_best_peak / 0.149 - 1) <= 0.25
+              THEN 'on the seed''s own GPU the best gather also stays near 15% of the theoretical peak'
               ELSE 'compaction stays well below this device''s ceiling even batched' END
   FROM g WHERE batched_best IS NOT NULL
 ),
