@@ -86,6 +86,15 @@ def test_each_free_text_field_reads_back_as_text_where_it_is_shown(pages, field)
         assert any(payload in t for t in where), f"{field}: {payload!r} not shown as text in {page} {table or ''}"
 
 
+@pytest.mark.parametrize("page", ["compare.html", "claims.html"])
+def test_a_quote_breakout_in_an_attribute_reads_back_whole(pages, page):
+    """Run names go into title attributes: the device name, markup and `" onmouseover="...` included, is the
+    value of one attribute, not cut at its quote."""
+    whole = FIELD_PAYLOADS["device"] + PAYLOADS["attr"]
+    assert any(whole in (v or "") for tag, attrs in pages[page].elements if tag == "abbr"
+               for k, v in attrs.items() if k == "title"), page
+
+
 def test_no_page_carries_an_injected_element_or_handler(pages):
     for name, doc in pages.items():
         for tag, attrs in doc.elements:
