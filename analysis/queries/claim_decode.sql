@@ -90,8 +90,10 @@ claims AS (
                 100 * coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation),
                 CASE WHEN n_in_64_512 >= 2 THEN '64-512' ELSE printf('%d-%d', min_prefix, max_prefix) END,
                 device_name),
-         CASE WHEN coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation) <= 0.06
-              THEN 'confirmed' ELSE 'differs by hardware' END,
+         -- Flat within 6% (the seed's 3.0%, doubled for timing noise) confirms it anywhere; a step that moves
+         -- more "differs by hardware" on another GPU but refutes it on the seed's own RTX 2070.
+         CASE WHEN coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation) <= 0.06 THEN 'confirmed'
+              WHEN device_name ILIKE '%RTX 2070%' THEN 'refuted' ELSE 'differs by hardware' END,
          CASE WHEN coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation) <= 0.06
               THEN 'step cost is flat across prefixes here too: the prefix KV is small next to what else the step costs'
               ELSE 'step cost moves with the prefix on this device: attention over the cache is visible in the step' END
