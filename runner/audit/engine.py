@@ -238,7 +238,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
                 idle_timeout=float(opts.idle_timeout_s), memory_bytes=memory.bytes, memory_source=memory.source,
                 tokenizer=tokenizer.name if tokenizer else None, spor_max=opts.spor_max,
                 kv_max_bytes=opts.kv_max_bytes, content_calls=content_calls, bloat_reason=bloat_reason,
-                duration_s=time.perf_counter() - started)
+                duration_s=time.perf_counter() - started,
+                session_keys=" | ".join(opts.keys.session) or None, time_keys=" | ".join(opts.keys.time) or None)
         cost.price_calls(con, opts.price_book, **ids, gpu_hour_price=opts.gpu_hour_price)
         cur = con.execute("SELECT * FROM temp.main.audits")
         summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))

@@ -404,6 +404,7 @@ def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> Non
         shape = SHAPES[src.fmt]
         time_keys = keys.time or shape.time_keys
         run_sql(con, "lines", **params)
+        run_sql(con, "shape_lines")
         run_sql(con, shape.sql, root=shape.root, session_keys=list(keys.session or shape.session_keys),
                 time_keys=list(time_keys))
         run_sql(con, "calls_from_usage", format=src.fmt, time_label=" or ".join(time_keys) or "time", **params)

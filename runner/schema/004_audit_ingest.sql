@@ -3,3 +3,8 @@
 -- records a log shape marks as not a call (e.g. a Langfuse span). With it every line is accounted for:
 -- n_calls + n_rejects + n_skipped_lines = lines read (for the one-record-per-line formats).
 ALTER TABLE audits ADD COLUMN n_skipped_lines BIGINT;
+-- session_keys / time_keys: the --session-key and --time-key JSON paths the audit grouped and timed calls by
+-- (" | " between keys, first non-null wins); NULL: each format's own fields. PCER per session depends on
+-- what a session is, so two audits of one log with different keys stay told apart.
+ALTER TABLE audits ADD COLUMN session_keys VARCHAR;
+ALTER TABLE audits ADD COLUMN time_keys VARCHAR;

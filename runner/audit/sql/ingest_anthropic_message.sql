@@ -17,16 +17,11 @@
 --     --time-key / --session-key for fields your own logger added, else each call is its own session.
 -- One row per line into _shape; sql/calls_from_usage.sql turns the texts into numbers and rejects.
 CREATE OR REPLACE TEMP TABLE _shape AS
-WITH l AS (
-  SELECT line, raw, kv_blank(raw) AS blank, json_valid(raw) AS ok FROM kv_lines()
-),
-o AS (
-  SELECT *, CASE WHEN ok AND json_type(raw) = 'OBJECT' THEN json_extract(raw, $root) END AS msg,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $session_keys)) END AS key_session,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $time_keys)) END AS key_time,
-         CASE WHEN ok AND json_type(raw) = 'OBJECT' AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
+WITH o AS (
+  SELECT *, CASE WHEN is_object THEN json_extract(raw, $root) END AS msg,
+         CASE WHEN is_object AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
            "result": {"type": "VARCHAR", "error": {"error": {"type": "VARCHAR", "message": "VARCHAR"}}}}') END AS b
-  FROM l
+  FROM kv_shape_lines($session_keys, $time_keys)
 ),
 j AS (
   SELECT *, CASE WHEN json_type(msg) = 'OBJECT' THEN json_transform(msg, '{"type": "VARCHAR", "model": "VARCHAR",
@@ -37,6 +32,7 @@ j AS (
 )
 SELECT line, blank, ok, false AS skip,
   CASE
+    WHEN NOT is_object THEN 'not a JSON object'
     WHEN $root <> '$' AND b.result.type IS NULL THEN 'not an Anthropic Message Batch result line (no result.type)'
     WHEN $root <> '$' AND b.result.type <> 'succeeded'
       THEN 'result ' || b.result.type || coalesce(': ' || b.result.error.error.type, '')

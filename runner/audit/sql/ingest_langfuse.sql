@@ -20,16 +20,11 @@
 --   * Observations carry traceId; a session belongs to the trace. The default session keys are sessionId
 --     (present when the export joined it in) then traceId: give --session-key for your own field.
 CREATE OR REPLACE TEMP TABLE _shape AS
-WITH l AS (
-  SELECT line, raw, kv_blank(raw) AS blank, json_valid(raw) AS ok FROM kv_lines()
-),
-p AS (
-  SELECT *, CASE WHEN ok AND json_type(raw) = 'OBJECT' THEN json_transform(raw, '{"type": "VARCHAR",
+WITH p AS (
+  SELECT *, CASE WHEN is_object THEN json_transform(raw, '{"type": "VARCHAR",
     "model": "VARCHAR", "level": "VARCHAR", "statusMessage": "VARCHAR", "endTime": "VARCHAR",
-    "usageDetails": "JSON", "input": "JSON"}') END AS x,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $session_keys)) END AS key_session,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $time_keys)) END AS key_time
-  FROM l
+    "usageDetails": "JSON", "input": "JSON"}') END AS x
+  FROM kv_shape_lines($session_keys, $time_keys)
 ),
 d AS (  -- one row per usage type of each generation
   SELECT p.line, e.key, json_extract_string(e.value, '$') AS val,

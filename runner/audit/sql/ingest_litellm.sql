@@ -24,17 +24,12 @@
 --   * status "failure" lines are rejects with LiteLLM's error_str; cache_hit = true means LiteLLM's own response
 --     cache answered and no model ran, so the line is a reject rather than a call with a prefill.
 CREATE OR REPLACE TEMP TABLE _shape AS
-WITH l AS (
-  SELECT line, raw, kv_blank(raw) AS blank, json_valid(raw) AS ok FROM kv_lines()
-),
-p AS (
-  SELECT *, CASE WHEN ok AND json_type(raw) = 'OBJECT' THEN json_transform(raw, '{"call_type": "VARCHAR",
+WITH p AS (
+  SELECT *, CASE WHEN is_object THEN json_transform(raw, '{"call_type": "VARCHAR",
     "status": "VARCHAR", "model": "VARCHAR", "custom_llm_provider": "VARCHAR", "prompt_tokens": "VARCHAR",
     "completion_tokens": "VARCHAR", "endTime": "VARCHAR", "cache_hit": "VARCHAR", "error_str": "VARCHAR",
-    "metadata": "JSON", "hidden_params": {"usage_object": "JSON"}, "messages": "JSON"}') END AS x,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $session_keys)) END AS key_session,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $time_keys)) END AS key_time
-  FROM l
+    "metadata": "JSON", "hidden_params": {"usage_object": "JSON"}, "messages": "JSON"}') END AS x
+  FROM kv_shape_lines($session_keys, $time_keys)
 ),
 m AS (  -- a spend-log row keeps metadata as JSON text
   SELECT *, CASE WHEN json_type(x.metadata) = 'VARCHAR' AND json_valid(json_extract_string(x.metadata, '$'))

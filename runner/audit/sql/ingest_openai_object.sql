@@ -19,17 +19,12 @@
 --     max_output_tokens) were processed and count.
 -- One row per line into _shape; sql/calls_from_usage.sql turns the texts into numbers and rejects.
 CREATE OR REPLACE TEMP TABLE _shape AS
-WITH l AS (
-  SELECT line, raw, kv_blank(raw) AS blank, json_valid(raw) AS ok FROM kv_lines()
-),
-o AS (  -- the API object of the line (the whole line, or the batch line's response body)
-  SELECT *, CASE WHEN ok THEN CASE WHEN $root = '$' THEN raw ELSE json_extract(raw, $root) END END AS obj,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $session_keys)) END AS key_session,
-         CASE WHEN ok THEN list_any_value(json_extract_string(raw, $time_keys)) END AS key_time,
-         CASE WHEN ok AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
+WITH o AS (  -- the API object of the line (the whole line, or the batch line's response body)
+  SELECT *, CASE WHEN is_object THEN CASE WHEN $root = '$' THEN raw ELSE json_extract(raw, $root) END END AS obj,
+         CASE WHEN is_object AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
            "response": {"status_code": "VARCHAR", "body": {"error": {"message": "VARCHAR"}}},
            "error": {"code": "VARCHAR", "message": "VARCHAR"}}') END AS b
-  FROM l
+  FROM kv_shape_lines($session_keys, $time_keys)
 ),
 j AS (
   SELECT *, CASE WHEN json_type(obj) = 'OBJECT' THEN json_transform(obj, '{"object": "VARCHAR", "status": "VARCHAR",
@@ -41,7 +36,8 @@ j AS (
 )
 SELECT line, blank, ok, false AS skip,
   CASE
-    WHEN $root <> '$' AND NOT json_exists(raw, '$.custom_id') THEN 'not an OpenAI Batch output line (no custom_id)'
+    WHEN NOT is_object THEN 'not a JSON object'
+    WHEN $root <> '$' AND b.custom_id IS NULL THEN 'not an OpenAI Batch output line (no custom_id)'
     WHEN b.error.code IS NOT NULL OR b.error.message IS NOT NULL
       THEN 'batch error ' || coalesce(b.error.code, '') || ': ' || coalesce(b.error.message, '')
     WHEN $root <> '$' AND b.response.status_code IS DISTINCT FROM '200'

@@ -52,5 +52,6 @@ SELECT $audit_id AS audit_id, $run_id AS run_id, $created_at AS created_at, $sou
        coalesce(m.memory_source, $memory_source) AS memory_source,
        $tokenizer AS tokenizer, $spor_max AS spor_max, $kv_max_bytes AS kv_max_bytes,
        s.n_spor AS n_spor_warnings, s.n_kv AS n_kv_warnings,
-       $content_calls AS content_calls, $bloat_reason AS bloat_reason, $duration_s AS duration_s
+       $content_calls AS content_calls, $bloat_reason AS bloat_reason, $duration_s AS duration_s,
+       $session_keys AS session_keys, $time_keys AS time_keys
 FROM c, s, w, r, k, m;
