@@ -90,6 +90,13 @@ class Workload:
     def launches(self, method: str) -> int:
         return self.pool.shape[0] if method in ("naive", "triton_layers") else 1
 
+    def element_bytes(self, method: str) -> int:
+        """Bytes per element the method's kernel moves: the model dtype (naive), 8-byte words (batched),
+        16-byte words (batched16; the Triton kernel's vector accesses on 16-byte-aligned rows)."""
+        if method in ("batched16", "triton", "triton_layers"):
+            return 16
+        return self._src_rows.element_size() if method == "batched" else self.pool.element_size()
+
     def expected(self) -> torch.Tensor:
         # Reference by advanced indexing: a different code path from every method.
         return self.pool[:, self.idx]

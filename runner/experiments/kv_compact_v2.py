@@ -53,8 +53,7 @@ def run(ctx: RunContext) -> Result:
                 "kv_bytes": w.kv_bytes, "n_slots": w.pool.shape[1], "launches": w.launches(method),
                 "peak_gbs": peak, "cache_flushed": flush, "llc_bytes": flusher.llc,
                 "dram_sized": w.bytes_moved >= FLUSH_FACTOR * flusher.llc,
-                "element_bytes": 16 if method in ("triton", "triton_layers") else
-                (w._src_rows.element_size() if method == "batched" else w.pool.element_size()),
+                "element_bytes": w.element_bytes(method),
                 "skipped_methods": "; ".join(f"{k}: {v}" for k, v in skipped.items()) or None,
                 "roof_basis": "same-size copy roof",
             })
