@@ -48,6 +48,22 @@ def test_summarize_does_not_change_the_callers_samples():
     assert samples == [3.0, 1.0, 2.0]
 
 
+@pytest.mark.parametrize("p25, median, p75, wide", [
+    (3.5, 4.0, 4.5, False),     # IQR / median = 0.25 exactly: not wide (the flag is strictly above)
+    (3.5, 4.0, 4.51, True),
+    (0.0, 0.0, 0.0, False),     # a zero median has no spread rather than a division error
+])
+def test_wide_spread_is_iqr_over_median_strictly_above_a_quarter(p25, median, p75, wide):
+    t = timing.Timing(median, p25, p75, p25, p75, 4)
+    assert t.wide is wide and t.columns()["spread_wide"] is wide
+
+
+@pytest.mark.parametrize("hidden, flag", [([True] * 19 + [False], True), ([True] * 18 + [False] * 2, False)])
+def test_dispatch_counts_as_hidden_from_95_percent_of_samples(hidden, flag):
+    t = timing.summarize_calls([1.0] * 20, [2.0] * 20, hidden)
+    assert t.dispatch_hidden == sum(hidden) / 20 and t.host_columns()["dispatch_hidden"] is flag
+
+
 @pytest.mark.parametrize("nbytes, ms, expected", [
     (1e9, 1000.0, 1.0),              # 10^9 bytes in a second: 1 GB/s
     (GIB, 1.0, 1073.741824),         # decimal GB, not GiB: 2^30 B in 1 ms
@@ -98,6 +114,17 @@ def test_nvml_peak_without_a_handle_is_none(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(7001, 256))
     monkeypatch.setattr(probes, "nvml_handle", lambda pynvml, device: None)
     assert ceilings.nvml_peak(torch.device("cuda", 0)) is None
+
+
+@pytest.mark.parametrize("nvml, name, expected", [
+    (3352.32, "NVIDIA H100 80GB HBM3", (3352.32, "nvml")),          # NVML's own clocks win over the table
+    (None, "NVIDIA GeForce RTX 2070", (448.0, "table")),
+    (None, "NVIDIA B200", (None, None)),                            # neither: no number invented
+])
+def test_theoretical_peak_on_a_gpu_prefers_nvml_then_the_table(monkeypatch, nvml, name, expected):
+    monkeypatch.setattr(ceilings, "nvml_peak", lambda device: nvml)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: name)
+    assert ceilings.theoretical_peak("cuda:0") == expected
 
 
 @pytest.mark.parametrize("free, expected", [
