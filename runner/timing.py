@@ -13,9 +13,11 @@ K back-to-back calls would need K destinations or let one call's cache state lea
 The sleep kernel keeps the GPU busy while the host enqueues fn's kernels behind it, so when the start
 event fires, all of fn's work is already queued and the GPU runs it back-to-back: start..end is the time
 the device spends on fn (its GPU-busy time), with no dispatch gap inside. The lead is sized during the
-warm-up to 1.5x the slowest dispatch seen plus a margin, and every sample records whether the host
-really finished dispatching before the sleep ran out (`dispatch_hidden`); a callable that synchronises
-inside (a `.item()`) cannot be hidden, and its samples say so instead of silently including the gap.
+warm-up to 1.5x the slowest dispatch seen plus a margin (the sleep counts SM cycles, so cycles per ms
+are re-learnt from every sample's measured sleep: clocks ramp up and throttle), and every sample records
+whether the host really finished dispatching before the sleep ran out (`dispatch_hidden`); a callable
+that synchronises inside (a `.item()`) cannot be hidden, and its samples say so instead of silently
+including the gap.
 
 The host wall time of each call (perf_counter around the call, i.e. the dispatch time on a GPU) is kept
 beside the device time: dispatch overhead becomes a reported figure (`host_ms`), not a hidden confound.
@@ -172,7 +174,8 @@ class _Clock:
             torch.cuda.synchronize()
             queued = time.perf_counter()
             lead_start.record()
-            torch.cuda._sleep(max(1, int(self.lead_ms * self._cycles_per_ms)))
+            cycles = max(1, int(self.lead_ms * self._cycles_per_ms))
+            torch.cuda._sleep(cycles)
             start.record()
             t0 = time.perf_counter()
             fn()
@@ -180,6 +183,8 @@ class _Clock:
             end.record()
             torch.cuda.synchronize()
             lead_ms = float(lead_start.elapsed_time(start))
+            if lead_ms > 0.01:  # SM clocks ramp and throttle: re-learn cycles per ms from every sleep
+                self._cycles_per_ms = cycles / lead_ms
             # The sleep began no earlier than it was queued, so if the host was done before `lead_ms` had
             # passed since then, the device was still sleeping when the last timed kernel was queued.
             hidden = (t1 - queued) * 1e3 < lead_ms
