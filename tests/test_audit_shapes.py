@@ -321,3 +321,18 @@ def test_fuzz_every_shape(fmt, tmp_path):
             check_audit(tmp_path / "fuzz.duckdb", path, expected, blank)
 
     prop()
+
+
+def test_compressed_shapes_read_the_same(tmp_path):
+    import gzip
+
+    names = ["litellm.jsonl", "langfuse.jsonl"]  # sessions named in the log, so file names do not enter them
+    for n in names:
+        (tmp_path / (n + ".gz")).write_bytes(gzip.compress((FIX / n).read_bytes()))
+    _, plain, _ = audit(tmp_path, [FIX / n for n in names], db_name="plain.duckdb")
+    _, packed, _ = audit(tmp_path, [tmp_path / "*.jsonl.gz"], db_name="gz.duckdb")
+    assert sessions(packed).keys() == sessions(plain).keys()
+    for sid, row in sessions(plain).items():
+        assert {k: sessions(packed)[sid][k] for k in OWN} == {k: row[k] for k in OWN}
+    rejects = "SELECT regexp_extract(source, '[^/]+$') AS f, line, reason FROM token_rejects ORDER BY f, line"
+    assert [dict(r, f=r["f"].removesuffix(".gz")) for r in query(packed, rejects)] == query(plain, rejects)

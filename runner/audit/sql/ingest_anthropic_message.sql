@@ -3,7 +3,8 @@
 --   anthropic-message  ($root = '$')               {"id", "type": "message", "role", "model", "content",
 --                                                   "stop_reason", "usage": {"input_tokens", "output_tokens",
 --                                                   "cache_creation_input_tokens", "cache_read_input_tokens"}}
---   anthropic-batch    ($root = '$.result.message') {"custom_id", "result": {"type": "succeeded", "message": <Message>}}
+--   anthropic-batch    ($root = '$.result.message')
+--                      {"custom_id", "result": {"type": "succeeded", "message": <Message>}}
 --                      or {"custom_id", "result": {"type": "errored", "error": {"type": "error", "error":
 --                      {"type", "message"}}}}, {"result": {"type": "canceled"}}, {"result": {"type": "expired"}}
 -- Documentation followed (Anthropic API reference: Messages, "Retrieve Message Batch results"; the

@@ -14,8 +14,9 @@
 --     prompt_tokens_details.cached_tokens "tokens that were a cache-hit", cache_creation_input_tokens (Anthropic
 --     only) "tokens that were written to cache". So input = prompt_tokens (it already holds cache reads AND,
 --     being cache misses, cache writes); cached = usage_object.prompt_tokens_details.cached_tokens (else
---     usage_object.cache_read_input_tokens). The doc once said the opposite (BerriAI/litellm issue 15945: "prompt_tokens
---     incorrectly documented as non-cached tokens only"); the current text and the code agree on "including".
+--     usage_object.cache_read_input_tokens). The doc once said the opposite (BerriAI/litellm issue 15945:
+--     "prompt_tokens incorrectly documented as non-cached tokens only"); the current text and the code agree
+--     on "including".
 --     Some LiteLLM versions left cache WRITES out of prompt_tokens (issue 15056 shows prompt_tokens 31 with
 --     1,253 cache_creation_input_tokens). Such a line contradicts the documented convention and is rejected
 --     (cached + writes > prompt_tokens), never guessed.
@@ -52,7 +53,8 @@ SELECT line, blank, ok, false AS skip,
   coalesce(json_extract_string(usage, '$.prompt_tokens_details.cached_tokens'),
            json_extract_string(usage, '$.cache_read_input_tokens')) AS s_cached,
   CASE WHEN json_extract_string(usage, '$.prompt_tokens_details.cached_tokens') IS NOT NULL
-       THEN 'usage_object.prompt_tokens_details.cached_tokens' ELSE 'usage_object.cache_read_input_tokens' END AS f_cached,
+       THEN 'usage_object.prompt_tokens_details.cached_tokens'
+       ELSE 'usage_object.cache_read_input_tokens' END AS f_cached,
   json_extract_string(usage, '$.cache_creation_input_tokens') AS s_write,
   'usage_object.cache_creation_input_tokens' AS f_write,
   x.completion_tokens AS s_output, 'completion_tokens' AS f_output,

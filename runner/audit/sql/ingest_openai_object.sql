@@ -1,11 +1,11 @@
 -- Bare OpenAI API objects, one per line, and OpenAI Batch API output lines. $root says where the object is:
---   openai-chat      ($root = '$')  a Chat Completions object {"id", "object": "chat.completion", "created", "model",
---                                   "choices", "usage": {"prompt_tokens", "completion_tokens",
---                                   "prompt_tokens_details": {"cached_tokens"}}}
---   openai-response  ($root = '$')  a Responses API object {"id", "object": "response", "created_at", "status", "model",
---                                   "usage": {"input_tokens", "input_tokens_details": {"cached_tokens"}, "output_tokens"}}
---   openai-batch     ($root = '$.response.body')  a Batch output line {"id", "custom_id", "response": {"status_code",
---                                   "request_id", "body": <one of the two objects above>}, "error": {"code", "message"}}
+--   openai-chat      ($root = '$') a Chat Completions object {"id", "object": "chat.completion", "created",
+--                    "model", "choices", "usage": {"prompt_tokens", "completion_tokens",
+--                    "prompt_tokens_details": {"cached_tokens"}}}
+--   openai-response  ($root = '$') a Responses API object {"id", "object": "response", "created_at", "status",
+--                    "model", "usage": {"input_tokens", "input_tokens_details": {"cached_tokens"}, "output_tokens"}}
+--   openai-batch     ($root = '$.response.body') a Batch output line {"id", "custom_id", "response":
+--                    {"status_code", "request_id", "body": <one of the objects above>}, "error": {"code", "message"}}
 -- Documentation followed (OpenAI API reference, OpenAPI spec 2.3.0, and the prompt-caching guide
 -- platform.openai.com/docs/guides/prompt-caching):
 --   * prompt_tokens (Chat) / input_tokens (Responses) is the WHOLE input; cached_tokens ("tokens that were
@@ -45,7 +45,8 @@ SELECT line, blank, ok, false AS skip,
            || coalesce(b.response.body.error.message, '(no message)')
     WHEN obj IS NULL OR json_type(obj) <> 'OBJECT' THEN 'no response object'
     WHEN x.status IN ('failed', 'cancelled')
-      THEN 'response ' || x.status || ': ' || coalesce(x.error.code || ': ', '') || coalesce(x.error.message, '(no message)')
+      THEN 'response ' || x.status || ': ' || coalesce(x.error.code || ': ', '')
+           || coalesce(x.error.message, '(no message)')
     WHEN x.error.message IS NOT NULL THEN 'error response: ' || coalesce(x.error.code || ': ', '') || x.error.message
     WHEN x.object IS NOT NULL AND x.object NOT IN ('chat.completion', 'response')
       THEN format('object is "{}", not a chat.completion or response', x.object)
@@ -60,7 +61,8 @@ SELECT line, blank, ok, false AS skip,
        ELSE 'usage.input_tokens_details.cached_tokens' END AS f_cached,
   NULL AS s_write, NULL AS f_write,
   coalesce(x.usage.completion_tokens, x.usage.output_tokens) AS s_output,
-  CASE WHEN x.usage.completion_tokens IS NOT NULL THEN 'usage.completion_tokens' ELSE 'usage.output_tokens' END AS f_output,
+  CASE WHEN x.usage.completion_tokens IS NOT NULL THEN 'usage.completion_tokens'
+       ELSE 'usage.output_tokens' END AS f_output,
   key_session AS s_session, key_time AS s_start, NULL AS s_end,
   'openai' AS provider_name, NULL AS request_model, x.model AS response_model, CAST(NULL AS JSON) AS content
 FROM j;
