@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import socket
 import sys
 
@@ -58,7 +59,8 @@ def collect(device) -> dict:
         "cpu_count": os.cpu_count(),
         "host_memory_bytes": host_total_bytes(),
         "host": socket.gethostname(),
-        "command_line": " ".join(["kvreport", *sys.argv[1:]]),
+        # shlex-quoted, so the machine card's "reproduce" command can be pasted back into a shell.
+        "command_line": shlex.join(["kvreport", *sys.argv[1:]]),
         "kvreport_commit": kvreport_commit(),
         "gpu_name": None, "gpu_memory_bytes": None, "gpu_count": 0,
         "driver_version": None, "cuda_version": None,

@@ -186,3 +186,29 @@ def test_findings_prints_the_memory_headline(quick_run):
     assert r.returncode == 0, r.stderr
     line = next(l for l in r.stdout.splitlines() if "B/token" in l)
     assert "1,024" in line and "tiny-gpt2" in line
+
+
+def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
+    import shutil
+
+    db = tmp_path / "k.duckdb"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "site" / "kvreport.duckdb", db)
+    r = kvreport("findings", "--db", str(db), "--run", "1")
+    assert r.returncode == 0, r.stderr
+    leak = next(l for l in r.stdout.splitlines() if "KV leaked" in l)
+    assert "[demonstration: generated demo traffic" in leak
+    memory = next(l for l in r.stdout.splitlines() if "B/token" in l)
+    assert "demonstration" not in memory
+
+
+def test_the_command_line_is_stored_shell_quoted(monkeypatch):
+    import shlex
+    import sys as _sys
+
+    import torch
+
+    from kvreport.runner.environment import collect
+
+    monkeypatch.setattr(_sys, "argv", ["kvreport", "run", "--label", "reference: CPU, 2 cores"])
+    line = collect(torch.device("cpu"))["command_line"]
+    assert shlex.split(line) == ["kvreport", "run", "--label", "reference: CPU, 2 cores"]

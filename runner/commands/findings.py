@@ -40,7 +40,9 @@ def findings(
     for r in rows:
         value = r["value"]
         shown = "–" if value is None else (f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}")
-        typer.echo(f"run {r['run_id']}  {shown:>12} {r['unit'] or '':<10} {r['finding']}")
+        # A demonstration shows the mechanism on generated traffic or an arbitrary ceiling: not a finding.
+        demo = f"  [demonstration: {r['demonstration']}]" if r.get("demonstration") else ""
+        typer.echo(f"run {r['run_id']}  {shown:>12} {r['unit'] or '':<10} {r['finding']}{demo}")
 
 
 def register(app: typer.Typer) -> None:
