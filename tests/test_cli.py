@@ -197,7 +197,7 @@ def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
     assert r.returncode == 0, r.stderr
     leak = next(l for l in r.stdout.splitlines() if "KV leaked" in l)
     assert "[demonstration: generated demo traffic" in leak
-    memory = next(l for l in r.stdout.splitlines() if "B/token" in l)
+    memory = next(l for l in r.stdout.splitlines() if "the formula matches" in l)
     assert "demonstration" not in memory
 
 
