@@ -52,6 +52,7 @@ class Case:
     branch: str       # what this case covers, in words
     runs: list
     expect: dict      # claim_id -> [(run_id | None, verdict[, data_verdict]), ...] in ledger order
+    values: dict = field(default_factory=dict)  # (claim_id, run_id | None) -> the published measured_value
 
     @property
     def id(self) -> str:
@@ -148,6 +149,12 @@ def demo_audit(run_id, kv_scale=1.0, kv_bytes=None, spor_flags=None, pcer=None, 
             "token_audit": rows}
 
 
+def _priced_at_16_bits(tables: dict) -> dict:
+    """A demo audit as newer runs store it: KV already priced at the 16-bit deployment dtype."""
+    tables["audits"][0]["kv_bytes_detail"] = "measured here, priced at 16 bits (the deployment dtype)"
+    return tables
+
+
 def bill(audit_id, stable_usd, nocache_usd=100.0):
     return {"audits": [{"audit_id": audit_id, "whatif_calls": 10, "whatif_nocache_usd": nocache_usd,
                         "whatif_stable_usd": stable_usd, "whatif_achievable_usd": stable_usd,
@@ -186,7 +193,11 @@ CASES = [
           "crossover-7b-388": [(None, "not measured")]}),
     Case("claim_crossover", "GPT-2 formula at 6,751.3 tokens: one request confirmed, 8,192 > it confirmed",
          [Run(cpu(), {"kv_crossover_v3": [gpt2_formula(6751.3)]})],
-         {"crossover-gpt2-one-request": [(None, "confirmed")], "crossover-gpt2-16x512": [(None, "confirmed")]}),
+         {"crossover-gpt2-one-request": [(None, "confirmed")], "crossover-gpt2-16x512": [(None, "confirmed")]},
+         {("crossover-gpt2-one-request", None):
+          "formula: 248,879,616 B weights (237.35 MiB) / 36,864 B per token = 6,751.3 tokens",
+          ("crossover-gpt2-16x512", None):  # 8,192 / 6,751.3; floor(6,751.3 / 512) + 1 = 14
+          "formula: 16 x 512 = 8,192 tokens = 1.21x the weights; KV passes them from 14 requests of 512 tokens"}),
     Case("claim_crossover", "GPT-2 crossover at 9,000 tokens: 6,751 refuted and 16 x 512 below the weights refuted",
          [Run(cpu(), {"kv_crossover_v3": [gpt2_formula(9000.0)]})],
          {"crossover-gpt2-one-request": [(None, "refuted")], "crossover-gpt2-16x512": [(None, "refuted")]}),
@@ -221,7 +232,8 @@ CASES = [
     # claim_memory.sql (arithmetic except memory-v1-vs-v2, an allocator measurement)
     Case("claim_memory", "no runs: the 36 KiB arithmetic confirmed, the rest not measured", [Run(cpu("tiny-gpt2"))],
          {"memory-gpt2-arithmetic": [(None, "confirmed")], "memory-gpt2-measured": [(None, "not measured")],
-          "memory-v1-vs-v2": [(None, "not measured")]}),
+          "memory-v1-vs-v2": [(None, "not measured")]},
+         {("memory-gpt2-arithmetic", None): "2 x 12 x 12 x 64 x 2 = 36,864 B = 36 KiB"}),
     Case("claim_memory", "GPT-2 measured on a float32 run: 73,728 B/token scaled by element size is expected",
          [Run(cpu("gpt2", "float32"), memory_rows(2 * GPT2_BPT16))],
          {"memory-gpt2-measured": [(1, "expected")], "memory-formula": [(1, "confirmed")],
@@ -259,7 +271,10 @@ CASES = [
     Case("claim_pressure", "no 512-token gpt2 rows: 882 MiB and 414 from the seed's arithmetic only",
          [Run(cpu())],
          {"pressure-49x512-bytes": [(None, "confirmed")], "pressure-49-fit": [(None, "not measured")],
-          "pressure-kv-vs-model": [(None, "not measured")], "pressure-theoretical-max": [(None, "inconsistent")]}),
+          "pressure-kv-vs-model": [(None, "not measured")], "pressure-theoretical-max": [(None, "inconsistent")]},
+         {("pressure-49x512-bytes", None): "49 x 512 x 36,864 B = 924,844,032 B = 882.0 MiB (924.8 MB)",
+          # floor(7.5 x 2^30 / 18 MiB) = 426, floor(7.5e9 / 18 MiB) = 397, 414 x 18 MiB = 7,452 MiB = 7.28 GiB
+          ("pressure-theoretical-max", None): "7.5 GiB / 18 MiB = 426; 7.5 GB (SI) / 18 MiB = 397; 414 needs 7.28 GiB free"}),
     Case("claim_pressure", "18 MiB requests at float16 on a GPU: bytes and 3.7x confirmed; 414 of 7.5 GiB confirmed",
          [Run(cuda(), {"kv_capacity_v3": [capacity()]})],
          {"pressure-49x512-bytes": [(None, "confirmed"), (1, "confirmed")],
@@ -399,7 +414,9 @@ CASES = [
 
     # claim_interference.sql (the seed's own figures are inconsistent; runs are GPU measurements)
     Case("claim_interference", "no runs: the seed's arithmetic inconsistent, compact-alone not measured", [Run(cpu())],
-         {"interference-both-faster": [(None, "inconsistent")], "interference-compact-alone": [(None, "not measured")]}),
+         {"interference-both-faster": [(None, "inconsistent")], "interference-compact-alone": [(None, "not measured")]},
+         {("interference-both-faster", None):  # 1.289 ms x 51.2 GB/s and 0.903 ms x 73.2 GB/s
+          "seed bytes: 1289 us x 51.2 GB/s = 66.0 MB; 903 us x 73.2 GB/s = 66.1 MB"}),
     Case("claim_interference", "GPU: both slower than compaction alone refutes the speed-up; another GPU differs",
          [Run(cuda(), {"kv_interference_v3": interference(1.0, 0.5, 1.2)})],
          {"interference-both-faster": [(None, "inconsistent"), (1, "refuted")],
@@ -450,6 +467,16 @@ CASES = [
     Case("claim_token_article", "KV guardrail priced at 16-bit on a float32 run: 20 MB at float32 is 10 MB, confirmed",
          [Run(cpu("small-model", "float32"), demo_audit(1, kv_bytes=[7e6, 20e6, 40e6]))],
          {"token-kv-guardrail": [(1, "confirmed")]}),
+    Case("claim_token_article", "KV guardrail on a float32 run whose demo audit already priced at 16 bits "
+         "(newer runs; its detail says so): not halved a second time, so 20 MB and 40 MB cross, refuted",
+         [Run(cpu("small-model", "float32"), _priced_at_16_bits(demo_audit(1, kv_bytes=[7e6, 20e6, 40e6])))],
+         {"token-kv-guardrail": [(1, "refuted")]}),
+    Case("claim_token_article", "KV guardrail re-priced from the run's cache-tensor measurement (float32 "
+         "kv_memory_v2 scaled to 16 bits) whatever price the audit used: 5,000 B/token at 16 bits flags sess-002 too, refuted",
+         [Run(cpu("small-model", "float32"), {**demo_audit(1),
+                                              "kv_memory_v2": [{"seq_len": 64, "batch_size": 1, "cached_tokens": 64,
+                                                                "kv_bytes": 64 * 10000, "bytes_per_token": 10000.0}]})],
+         {"token-kv-guardrail": [(1, "refuted")]}),
     Case("claim_token_article", "KV guardrail at GPT-2's bytes/token: every session crosses 15 MB, refuted",
          [Run(cpu("gpt2", "float16"), demo_audit(1, kv_scale=GPT2_BPT16 / 1500))],
          {"token-kv-guardrail": [(1, "refuted")]}),
@@ -541,6 +568,8 @@ def test_verdict(case, empty_db, tmp_path, monkeypatch):
         for r in got:
             if r["verdict"] == PENDING:  # the CPU figure stays as context, and the reasoning says why
                 assert r["measured_value"] and "only a GPU run can confirm or refute" in r["reasoning"]
+    for (claim_id, run), value in case.values.items():
+        assert [r["measured_value"] for r in rows if (r["claim_id"], r["run_id"]) == (claim_id, run)] == [value]
 
 
 # --- the verdicts as the built pages show them ---------------------------------------------------------
