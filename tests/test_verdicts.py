@@ -476,7 +476,10 @@ CASES = [
          [Run(cpu("small-model", "float32"), {**demo_audit(1),
                                               "kv_memory_v2": [{"seq_len": 64, "batch_size": 1, "cached_tokens": 64,
                                                                 "kv_bytes": 64 * 10000, "bytes_per_token": 10000.0}]})],
-         {"token-kv-guardrail": [(1, "refuted")]}),
+         {"token-kv-guardrail": [(1, "refuted")]},
+         # the article's 3.68 / 6.23 / 21.00 MB at 1,500 B/token, re-priced at 5,000
+         {("token-kv-guardrail", 1): "12.3 / 20.8 / 70.0 MB at 5,000 B/token (small-model at 16-bit; this run "
+                                     "used float32); over 15 MB: sess-002, sess-003"}),
     Case("claim_token_article", "KV guardrail at GPT-2's bytes/token: every session crosses 15 MB, refuted",
          [Run(cpu("gpt2", "float16"), demo_audit(1, kv_scale=GPT2_BPT16 / 1500))],
          {"token-kv-guardrail": [(1, "refuted")]}),

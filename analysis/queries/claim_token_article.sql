@@ -27,15 +27,23 @@ seed AS (
   ) AS t(session_id, ord, seed_pcer_pct, seed_spor_pct, seed_kv_mb, seed_kv_warn, seed_spor_warn)
 ),
 demo AS (  -- the article's sessions as each run's demo audit priced them
-  SELECT a.run_id, a.kv_bytes_per_token, a.kv_bytes_source, a.kv_max_bytes, a.spor_max, t.session_id, t.pcer, t.spor,
+  SELECT a.run_id, a.kv_bytes_per_token, a.kv_bytes_source, a.kv_bytes_detail, a.kv_max_bytes, a.spor_max, t.session_id, t.pcer, t.spor,
          t.kv_cache_bytes, t.kv_warning, t.spor_warning, s.ord, s.seed_pcer_pct, s.seed_spor_pct, s.seed_kv_mb,
          s.seed_kv_warn, s.seed_spor_warn
   FROM audits a JOIN token_audit t USING (audit_id) JOIN seed s USING (session_id)
   WHERE a.run_id IS NOT NULL AND a.audit_id LIKE 'run-%-demo'
 ),
-demo16 AS (  -- KV priced at the deployment dtype (16-bit), not at the element size a CPU run used
-  SELECT demo.*, demo.kv_cache_bytes * 2 / d.b AS kv16_bytes, demo.kv_bytes_per_token * 2 / d.b AS bpt16
+demo16_price AS (  -- the 16-bit deployment price of a run's KV: its cache-tensor measurement scaled by
+                    -- element size; else the demo audit's own price, which newer runs already set at 16 bits
+                    -- (their kv_bytes_detail says so) and older ones set at the run's dtype
+  SELECT demo.*, coalesce(u.bytes_per_token * 2 / d.b,
+                          CASE WHEN demo.kv_bytes_detail LIKE '%16 bits%' OR demo.kv_bytes_detail LIKE '%16-bit deployment%'
+                               THEN demo.kv_bytes_per_token ELSE demo.kv_bytes_per_token * 2 / d.b END) AS bpt16
   FROM demo JOIN dtype_bytes d USING (run_id)
+  LEFT JOIN uncapped u ON u.run_id = demo.run_id AND u.rn = 1
+),
+demo16 AS (  -- each session's KV re-priced at that 16-bit price, whatever price the audit used
+  SELECT *, kv_cache_bytes * bpt16 / kv_bytes_per_token AS kv16_bytes FROM demo16_price
 ),
 demo_runs AS (  -- is_toy: the tiny test models, whose bytes/token price nothing real
   SELECT run_id, bool_or(r.model LIKE 'tiny-%') AS is_toy, any_value(bpt16) AS bpt16, any_value(kv_max_bytes) AS kv_max_bytes,
