@@ -127,7 +127,7 @@ def sessions(con) -> dict[str, dict]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_shape_by_hand(tmp_path, name):
     fmt, expected, expected_rejects = CASES[name]
-    s, con, _ = audit(tmp_path, [FIX / name])
+    s, con, out = audit(tmp_path, [FIX / name])
     assert s["format"] == fmt  # auto-detected
     got = sessions(con)
     assert set(got) == set(expected)
@@ -142,6 +142,9 @@ def test_each_shape_by_hand(tmp_path, name):
     n_lines = sum(1 for t in (FIX / name).read_text().splitlines() if t.strip())
     skipped = 2 if name == "langfuse.jsonl" else 0
     assert s["n_calls"] + s["n_rejects"] + skipped == n_lines
+    if skipped:  # the summary says why lines that are not blank were skipped
+        assert "  skipped: 2 line(s): blank, or Langfuse observations that are not generations (spans, events, ...)" \
+            in out
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

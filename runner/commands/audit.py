@@ -149,7 +149,9 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         echo("  rejected: 0 records")
     if s.get("n_skipped_lines"):
         echo(f"  skipped: {s['n_skipped_lines']:,} line(s): blank" + (", or calls outside --since/--until"
-                                                                     if since or until else ""))
+                                                                     if since or until else "")
+             + (", or Langfuse observations that are not generations (spans, events, ...)"
+                if any(src.fmt == "langfuse" for src in result.sources) else ""))
     return s
 
 
