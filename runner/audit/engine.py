@@ -23,6 +23,7 @@ from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
+SLICE = 100_000  # calls whose messages one statement handles (content, lcp_*.sql): what cannot spill is bounded
 _SCRATCH = ("_staged", "_lines", "_sess_raw", "_content", "_ids", "_sys_counts", "_pairs", "_lcp_chars", "_lcp_tokens",
             "_seg")
 # The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
@@ -99,6 +100,13 @@ def _catalog(con) -> str:
     """The DB file's catalog, quoted (TEMP tables of the same names shadow its tables)."""
     db = con.execute("SELECT current_database()").fetchone()[0]
     return '"' + db.replace('"', '""') + '"'
+
+
+def _sliced(con, name: str) -> None:
+    """sql/<name>.sql once per slice [lo, hi) of _staged's rowids (the `rid` of every table after it)."""
+    last = con.execute("SELECT max(rowid) FROM _staged").fetchone()[0]
+    for lo in range(0, (last or 0) + 1, SLICE):
+        run_sql(con, name, lo=lo, hi=lo + SLICE)
 
 
 def _n_staged(con) -> int:
@@ -188,7 +196,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         content_calls = con.execute(
             "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
         if content_calls:
-            run_sql(con, "content")
+            _sliced(con, "content")
             if tokenizer is not None:
                 _tokenize(con, tokenizer)
 
@@ -206,6 +214,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
 
         bpt = float(pricing.bytes_per_token)
         spor_reason = _spor_reason(tokenizer, content_calls)
+        cost.prepare(con, opts.price_book)  # rates once per model, period and tier; sessions.sql sums the costs
         run_sql(con, "segments", **ids, bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s))
         run_sql(con, "sessions", **ids, bytes_per_token=bpt, spor_reason=spor_reason, spor_max=opts.spor_max,
                 kv_max_bytes=opts.kv_max_bytes)
@@ -216,8 +225,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         bloat_reason = None
         if content_calls:
             run_sql(con, "pairs")
-            run_sql(con, "lcp_chars")
-            run_sql(con, "lcp_tokens")
+            _sliced(con, "lcp_chars")
+            _sliced(con, "lcp_tokens")
             run_sql(con, "bloat", **ids, has_tokens=tokenizer is not None)
             run_sql(con, "repeats", **ids, min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows)
             if tokenizer is not None:

@@ -3,8 +3,13 @@
 --   system_text     the system / developer instructions
 --   last_user_text  the newest user message: what this turn added
 -- rid is the call's row in _staged. Content lives in temporary tables only; the DB never stores log
--- text beyond the short snippets of the findings.
-CREATE OR REPLACE TEMP TABLE _content AS
+-- text beyond the short snippets of the findings. Run once per slice of rids [$lo, $hi) (engine.py): the
+-- per-call aggregation of messages cannot spill to disk, so a slice bounds its memory.
+CREATE TEMP TABLE IF NOT EXISTS _content (
+  rid BIGINT, source VARCHAR, line BIGINT, session_id VARCHAR, t TIMESTAMP, prompt_text VARCHAR,
+  system_text VARCHAR, last_user_text VARCHAR, prompt_chars BIGINT
+);
+INSERT INTO _content
 WITH c AS (
   SELECT rowid AS rid, source, line, session_id, coalesce(start_time, end_time) AS t,
          kv_nn(json_extract(content, '$.system')) AS sys,
@@ -12,7 +17,7 @@ WITH c AS (
            WHEN 'ARRAY' THEN json_extract(content, '$.messages[*]')
            WHEN 'VARCHAR' THEN [json_object('role', 'user', 'content', json_extract(content, '$.messages'))]
          END AS msgs
-  FROM _staged WHERE reason IS NULL AND content IS NOT NULL
+  FROM _staged WHERE reason IS NULL AND content IS NOT NULL AND rowid >= $lo AND rowid < $hi
 ),
 m AS (
   SELECT rid, unnest(msgs) AS msg, generate_subscripts(msgs, 1) AS i FROM c WHERE msgs IS NOT NULL

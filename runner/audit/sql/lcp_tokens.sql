@@ -1,8 +1,11 @@
 -- The same binary search over token ids (from --tokenizer): how many tokens a prefix cache could reuse.
-CREATE OR REPLACE TEMP TABLE _lcp_tokens AS
+-- Per slice of rids [$lo, $hi), like lcp_chars.sql.
+CREATE TEMP TABLE IF NOT EXISTS _lcp_tokens (rid BIGINT, lcp_tokens BIGINT);
+INSERT INTO _lcp_tokens
 WITH RECURSIVE q AS (
   SELECT p.rid, a.ids AS prev_ids, b.ids AS ids
   FROM _pairs p JOIN _ids a ON a.rid = p.prev_rid JOIN _ids b ON b.rid = p.rid
+  WHERE p.rid >= $lo AND p.rid < $hi
 ),
 bs(rid, lo, hi) AS (
   SELECT rid, 0, least(len(prev_ids), len(ids)) FROM q
