@@ -44,10 +44,11 @@ ORDER = 20
 TABLES = ("kv_interference_v3", "roof_curve")
 
 MIB = 1 << 20
-# Upper bound on the live KV bytes compaction gathers (the balance sizes it below this): on a CPU a
-# bigger pool costs seconds of allocation and a gather that no longer fits the time budget.
+# Upper bound on the live KV bytes compaction gathers (the balance sizes it below this). A decode step
+# streams every weight (gpt2 at float32: ~0.5 GB), so a balanced gather moves about as many bytes; on a
+# CPU the cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
 COMPACT_MAX_LIVE_BYTES = {("cuda", False): 4096 * MIB, ("cuda", True): 4096 * MIB,
-                          ("cpu", False): 256 * MIB, ("cpu", True): 96 * MIB}
+                          ("cpu", False): 512 * MIB, ("cpu", True): 320 * MIB}
 COMPACT_PILOT_LIVE_BYTES = {"cuda": 256 * MIB, "cpu": 8 * MIB}
 # (decode batch, prefix tokens, steps, warmup, repeats). On a CPU one gpt2 step takes tens of ms, so few
 # steps keep the balanced gather within COMPACT_MAX_LIVE_BYTES.
@@ -197,7 +198,8 @@ def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str, PartClock, P
     return {"compact": compact, "decode": decode, "both": both}, "threads", part_c, part_d
 
 
-def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gather=None):
+def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gather=None,
+                      start_live: int | None = None):
     """A compaction workload whose batched gather takes about `decode_ms`: a pilot measures the gather's
     rate, the size follows from it, and up to two resizes correct a pilot that missed (a rate that
     changes with size: caches, launch overhead). `time_gather(workload) -> ms` is injectable for tests."""
@@ -209,7 +211,7 @@ def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gat
     cap = COMPACT_MAX_LIVE_BYTES[kind, bool(ctx.quick)]
     if ctx.is_cuda:  # pool (2x live) + destination + the check's reference must leave room for decode
         cap = min(cap, int(0.3 * cuda_free_bytes(ctx.device)[0]) // 4)
-    live = min(cap, COMPACT_PILOT_LIVE_BYTES[kind])
+    live = min(cap, start_live or COMPACT_PILOT_LIVE_BYTES[kind])
     work, compact_ms = None, None
     for _attempt in range(3):
         plan = plan_for(live, shape, ctx.dtype_bytes, ctx.max_positions)
@@ -225,6 +227,27 @@ def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gat
     return work, compact_ms
 
 
+def timed_rounds(ctx: RunContext, work, decode, key, warmup: int, repeats: int):
+    """(times per variant, concurrency, compaction's and decode's clocks inside `both`): the three
+    variants timed interleaved, their repeats shrunk to the time budget."""
+    import torch
+
+    variants, concurrency, part_c, part_d = _variants(ctx, work.batched, decode)
+    # One untimed round (also a warm-up) sizes the repeats to the time budget: a round runs compact,
+    # decode and both, about twice the two parts.
+    decode.reset()
+    t0 = time.perf_counter()
+    variants["compact"]()
+    variants["decode"]()
+    if ctx.is_cuda:
+        torch.cuda.synchronize(ctx.device)
+    round_s = 2 * (time.perf_counter() - t0)
+    repeats = max(MIN_REPEATS, min(repeats, int(TIME_BUDGET_S[key] / max(round_s, 1e-6)) - warmup))
+    decode.reset()
+    times = time_interleaved(variants, ctx.device, warmup=warmup, repeats=repeats, setup=lambda _name: decode.reset())
+    return times, concurrency, part_c, part_d
+
+
 def run(ctx: RunContext) -> Result:
     import torch
 
@@ -238,21 +261,15 @@ def run(ctx: RunContext) -> Result:
         ctx.progress(f"decode part: {steps} {decode.mode} steps (batch {batch}, prefix {prefix}) "
                      f"{decode_pilot:.3f} ms")
         work, _ = balanced_workload(ctx, decode_pilot, ctx.progress)
+        times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
+        ratio = times["compact"].median_ms / times["decode"].median_ms
+        if not BALANCE[0] <= ratio <= BALANCE[1]:  # the pilot missed (a rate that changed): resize once
+            ctx.progress(f"compact / decode = {ratio:.2f}x, outside {BALANCE[0]}-{BALANCE[1]}x: resizing from the timed medians")
+            start = int(work.kv_bytes / ratio)  # the size at the measured rate that matches the decode part
+            del work
+            work, _ = balanced_workload(ctx, times["decode"].median_ms, ctx.progress, start_live=max(64 << 10, start))
+            times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
         correct = is_correct(work, work.batched)
-        variants, concurrency, part_c, part_d = _variants(ctx, work.batched, decode)
-        # One untimed round (also a warm-up) sizes the repeats to the time budget: a round runs compact,
-        # decode and both, about twice the two parts.
-        decode.reset()
-        t0 = time.perf_counter()
-        variants["compact"]()
-        variants["decode"]()
-        if ctx.is_cuda:
-            torch.cuda.synchronize(ctx.device)
-        round_s = 2 * (time.perf_counter() - t0)
-        repeats = max(MIN_REPEATS, min(repeats, int(TIME_BUDGET_S[key] / max(round_s, 1e-6)) - warmup))
-        decode.reset()
-        times = time_interleaved(variants, ctx.device, warmup=warmup, repeats=repeats,
-                                 setup=lambda _name: decode.reset())
     compact_bytes = work.bytes_moved
     dec_bytes = decode_bytes(decode, ctx.loaded.step_weight_bytes())
     moved = {"compact": compact_bytes, "decode": dec_bytes, "both": compact_bytes + dec_bytes}
