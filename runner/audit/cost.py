@@ -2,8 +2,8 @@
 
 Rates are looked up ONCE per (provider, model, price period, input-size tier) in Python, into a small
 table (_price_rows); every call's cost is then SQL arithmetic on the one row that applies to it
-(sql/cost_keyed*.sql finds it, sql/cost_calls.sql and sql/cost_summary.sql price the calls, sessions and
-the audit). No per-row Python, so pricing costs a join, not a loop.
+(sql/cost_keyed*.sql finds it, sql/cost_views.sql prices each call, sql/sessions.sql sums them per session,
+sql/cost_calls.sql and sql/cost_summary.sql per price row and audit). No per-row Python, so pricing costs a join, not a loop.
 
 Where rates come from, first match wins:
   1. a `--prices FILE` (TOML or JSON) entry whose model (and provider, if given) matches the call's
@@ -38,7 +38,7 @@ from ..errors import UserError
 from .sqlfiles import run_sql
 
 VIEWS = ("_calls_priced", "_calls_rated", "_calls_keyed")  # temp views this module leaves on the connection
-SCRATCH = ("_price_rows", "_session_cost")
+SCRATCH = ("_price_rows",)
 MAX_PERIOD_DAYS = 3700  # time-of-day prices: boundaries for at most ~10 years of log, then one period
 _RATE_KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")
 
@@ -390,16 +390,13 @@ def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[tu
     return out
 
 
-def price_calls(con, book: PriceBook | None, *, audit_id: str, run_id: int | None,
-                gpu_hour_price: float | None) -> None:
-    """Price this audit's calls (token_calls, a temp view) and fill the cost columns of the temp audit
-    tables; runs after sql/summary.sql. The per-call costs reach the DB through the _calls_priced view,
-    which `persist` copies instead of token_calls."""
-    started = _time.perf_counter()
-    book = book or PriceBook()
+def prepare(con, book: PriceBook | None) -> None:
+    """Look up the rates of this audit's calls (token_calls, a temp view) once per model, period and tier,
+    and define _calls_rated (each call with its rates and costs; sql/sessions.sql sums it per session) and
+    _calls_priced (what `persist` copies into token_calls). Runs before the per-session figures."""
     now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     keys = _keys(con)
-    rows = _price_rows(keys, book, now)
+    rows = _price_rows(keys, book or PriceBook(), now)
     con.execute("""CREATE OR REPLACE TEMP TABLE _price_rows (
         row_id INTEGER, provider_name VARCHAR, response_model VARCHAR, request_model VARCHAR, model VARCHAR,
         known BOOLEAN, untimed BOOLEAN, valid_from TIMESTAMP, valid_to TIMESTAMP, above_input_tokens BIGINT,
@@ -411,6 +408,13 @@ def price_calls(con, book: PriceBook | None, *, audit_id: str, run_id: int | Non
     run_sql(con, "cost_keyed")
     if len(keys) == 1:
         run_sql(con, "cost_keyed_one")
+    run_sql(con, "cost_views")
+
+
+def price_calls(con, *, audit_id: str, run_id: int | None, gpu_hour_price: float | None) -> None:
+    """The rates used (token_prices), the audit's totals, what-if savings and GPU-time figures; runs after
+    sql/summary.sql (per-session costs were summed with the sessions' other figures)."""
+    started = _time.perf_counter()
     run_sql(con, "cost_calls", audit_id=audit_id, run_id=run_id)
     run_sql(con, "cost_summary", gpu_hour_price=gpu_hour_price, pricing_s=_time.perf_counter() - started)
 

@@ -215,6 +215,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         bpt = float(pricing.bytes_per_token)
         spor_reason = _spor_reason(tokenizer, content_calls)
         cost.prepare(con, opts.price_book)  # rates once per model, period and tier; sessions.sql sums the costs
+        cost.prepare(con, opts.price_book)  # rates once per model, period and tier; sessions.sql sums the costs
         run_sql(con, "segments", **ids, bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s))
         run_sql(con, "sessions", **ids, bytes_per_token=bpt, spor_reason=spor_reason, spor_max=opts.spor_max,
                 kv_max_bytes=opts.kv_max_bytes)
@@ -249,7 +250,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
                 kv_max_bytes=opts.kv_max_bytes, content_calls=content_calls, bloat_reason=bloat_reason,
                 duration_s=time.perf_counter() - started,
                 session_keys=" | ".join(opts.keys.session) or None, time_keys=" | ".join(opts.keys.time) or None)
-        cost.price_calls(con, opts.price_book, **ids, gpu_hour_price=opts.gpu_hour_price)
+        cost.price_calls(con, **ids, gpu_hour_price=opts.gpu_hour_price)
         cur = con.execute("SELECT * FROM temp.main.audits")
         summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
         return AuditResult(audit_id, summary, sources, rejects)

@@ -59,10 +59,16 @@ FROM (
          sum(b.stable_prefix_pcer * s.all_read_usd + (1 - b.stable_prefix_pcer) * s.all_write_usd + s.fixed_usd) AS stable,
          sum(b.achievable_pcer * s.input_tokens) / nullif(sum(s.input_tokens), 0) AS achievable_pcer,
          sum(b.stable_prefix_pcer * s.input_tokens) / nullif(sum(s.input_tokens), 0) AS stable_pcer
-  FROM (SELECT session_id, sum(n_calls) AS n_calls, sum(input_tokens) AS input_tokens, sum(cost_usd) AS cost_usd,
-               sum(unpriced_calls) AS unpriced_calls, sum(all_uncached_usd) AS all_uncached_usd,
-               sum(all_read_usd) AS all_read_usd, sum(all_write_usd) AS all_write_usd, sum(fixed_usd) AS fixed_usd
-        FROM _session_cost WHERE session_id IN (SELECT session_id FROM token_bloat)
+  FROM (  -- per session: its input all uncached, all read, all written; output and fees as they were
+        SELECT session_id, count(*) AS n_calls, sum(input_tokens) AS input_tokens,
+               sum(input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + request_usd)
+                 AS cost_usd,
+               count(*) FILTER (WHERE input_usd_mtok IS NULL) AS unpriced_calls,
+               sum(input_tokens * input_usd_mtok) / 1e6 AS all_uncached_usd,
+               sum(input_tokens * cache_read_usd_mtok) / 1e6 AS all_read_usd,
+               sum(input_tokens * cache_write_usd_mtok) / 1e6 AS all_write_usd,
+               sum(output_tokens * output_usd_mtok / 1e6 + request_usd) AS fixed_usd
+        FROM _calls_rated WHERE session_id IN (SELECT session_id FROM token_bloat)
         GROUP BY session_id) s
   JOIN token_bloat b USING (session_id)
   WHERE s.unpriced_calls = 0 AND b.achievable_pcer IS NOT NULL

@@ -10,8 +10,10 @@ WITH s AS (
          count(*) - count(system_tokens) AS n_no_system,
          sum(output_tokens) AS output_tokens, max(input_tokens + output_tokens) AS context_tokens,
          min(coalesce(start_time, end_time)) AS first_seen, max(coalesce(end_time, start_time)) AS last_activity,
-         max(disconnected_at) AS disconnected_at
-  FROM token_calls
+         max(disconnected_at) AS disconnected_at,
+         sum(input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + request_usd) AS cost_usd,
+         count(*) FILTER (WHERE input_usd_mtok IS NULL) AS unpriced_calls
+  FROM _calls_rated  -- token_calls, each with its price (runner/audit/cost.py)
   GROUP BY session_id
 ),
 b AS (
@@ -29,6 +31,7 @@ SELECT $audit_id AS audit_id, $run_id AS run_id, s.session_id, n_calls, input_to
        context_tokens, context_tokens * $bytes_per_token AS kv_cache_bytes,
        first_seen, last_activity, disconnected_at, b.kv_byte_seconds, b.idle_kv_byte_seconds,
        system_tokens / nullif(input_tokens, 0) > $spor_max AS spor_warning,
-       context_tokens * $bytes_per_token > $kv_max_bytes AS kv_warning
+       context_tokens * $bytes_per_token > $kv_max_bytes AS kv_warning,
+       CASE WHEN unpriced_calls = 0 THEN cost_usd END AS cost_usd, unpriced_calls  -- partial sums are no cost
 FROM s LEFT JOIN b USING (session_id)
 ORDER BY kv_cache_bytes DESC, s.session_id;
