@@ -215,7 +215,6 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         bpt = float(pricing.bytes_per_token)
         spor_reason = _spor_reason(tokenizer, content_calls)
         cost.prepare(con, opts.price_book)  # rates once per model, period and tier; sessions.sql sums the costs
-        cost.prepare(con, opts.price_book)  # rates once per model, period and tier; sessions.sql sums the costs
         run_sql(con, "segments", **ids, bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s))
         run_sql(con, "sessions", **ids, bytes_per_token=bpt, spor_reason=spor_reason, spor_max=opts.spor_max,
                 kv_max_bytes=opts.kv_max_bytes)
