@@ -122,11 +122,15 @@ def test_since_until_audit_a_time_window(tmp_path):
     log.write_text("".join(json.dumps({"session_id": f"s{h % 3}", "timestamp": f"2026-11-01T{h:02d}:30:00Z",
                                        "response": {"usage": {"prompt_tokens": 100 + h, "completion_tokens": 1}}})
                            + "\n" for h in range(24)) + '{"response": {"usage": {"prompt_tokens": 5, "completion_tokens": 1}}}\n'
-                   + "{broken\n")
+                   + "{broken\n"
+                   + "".join(json.dumps({"session_id": "edge", "timestamp": ts, "response": {"usage": {
+                       "prompt_tokens": n, "completion_tokens": 1}}}) + "\n"
+                             for ts, n in (("2026-11-01T06:00:00Z", 1), ("2026-11-01T09:00:00Z", 2))))
     s = execute([log], db=tmp_path / "w.duckdb", echo=lambda *_: None, since="2026-11-01T06:00:00Z",
                 until="2026-11-01T10:00:00+01:00")  # 06:00 to 09:00 UTC
     calls, rej, _ = _results(tmp_path / "w.duckdb")
-    assert [c[4] for c in calls] == [106, 107, 108] and s["n_skipped_lines"] == 21 + 1  # + the call with no time
+    # [since, until): the call at 06:00 is in, the one at 09:00 out; the call with no time is out too
+    assert sorted(c[4] for c in calls) == [1, 106, 107, 108] and s["n_skipped_lines"] == 21 + 1 + 1
     assert rej == [("day.jsonl", 26, "malformed JSON")]  # a broken line stays a reject whatever the window
     assert _cli("audit", log, "--since", "yesterday", "--db", tmp_path / "x.duckdb") == 2
     assert _cli("audit", log, "--since", "2026-11-02", "--until", "2026-11-01", "--db", tmp_path / "x.duckdb") == 2
@@ -138,3 +142,48 @@ def test_progress_only_on_a_terminal(tmp_path, capsys):
     assert "lines/s" not in err and "\x1b[" not in err  # not a terminal here: quiet
     execute([FIX / "openai.jsonl", FIX / "anthropic.jsonl"], db=tmp_path / "b.duckdb", progress=True)
     assert "lines/s" in capsys.readouterr().err  # forced on, as on a terminal
+
+
+def test_slices_give_the_same_prompt_bloat_as_one_pass(tmp_path, monkeypatch):
+    """The bloat steps run per slice of calls (engine.SLICE); slice edges must not lose or split a pair."""
+    import kvreport.runner.audit.engine as engine
+    from test_audit import _tokenizer
+
+    words = "You are a bot . Reply in JSON please with keys q0 q1 q2 q3 q4 q5 q6 q7".split()
+    tok = _tokenizer(tmp_path / "tokenizer.json", words)
+    log = tmp_path / "chat.jsonl"
+    lines, history = [], []
+    for i in range(8):
+        history.append({"role": "user", "content": f"q{i} . Reply in JSON please with keys ."})
+        lines.append(json.dumps({"session_id": f"s{i % 2}", "timestamp": 1735689600 + 60 * i,
+                                 "request": {"messages": [{"role": "system", "content": f"Time : q{i} . You are a bot ."},
+                                                          *history]},  # the time breaks every pair's prefix
+                                 "response": {"usage": {"prompt_tokens": 10 + i, "completion_tokens": 1}}}))
+    log.write_text("\n".join(lines) + "\n")
+
+    def bloat(db):
+        execute([log], db=db, tokenizer=str(tok), echo=lambda *_: None)
+        con = duckdb.connect(str(db), read_only=True)
+        rows = con.execute("SELECT * EXCLUDE (audit_id) FROM token_bloat ORDER BY session_id").fetchall()
+        con.close()
+        return rows
+
+    whole = bloat(tmp_path / "whole.duckdb")
+    monkeypatch.setattr(engine, "SLICE", 3)
+    sliced = bloat(tmp_path / "sliced.duckdb")
+    assert sliced == whole
+    con = duckdb.connect(str(tmp_path / "sliced.duckdb"), read_only=True)
+    # per session: 4 calls, 3 pairs, each broken by the time at the top of the system prompt
+    assert con.execute("SELECT n_pairs, broken_pairs FROM token_bloat").fetchall() == [(3, 3), (3, 3)]
+    con.close()
+
+
+def test_spilled_tables_survive_until_they_are_stored(tmp_path):
+    """With a memory limit far below the audit's data, DuckDB spills into the scratch folder; the folder
+    must outlive the copy into the DB (it was removed first, and the audit failed at its last step)."""
+    log = tmp_path / "big.jsonl"
+    duckdb.sql(f"""COPY (SELECT 's-' || (i % 5000) AS session_id, 1735689600 + i AS timestamp,
+                          {{'usage': {{'prompt_tokens': 100 + i % 50, 'completion_tokens': 7}}}} AS response
+                        FROM range(300000) t(i)) TO '{log}' (FORMAT JSON)""")
+    s = execute([log], db=tmp_path / "k.duckdb", memory_limit="80MB", echo=lambda *_: None)
+    assert s["n_calls"] == 300000
