@@ -30,6 +30,15 @@ from kvreport.runner.audit.ingest import BLANK_CHARS
 # Per format; each example is a whole file of up to 30 lines, audited once or twice (about 0.3 s each on a
 # 2-core CPU). KVREPORT_FUZZ_EXAMPLES=500 runs a deeper search (same seed, more cases).
 EXAMPLES = int(os.environ.get("KVREPORT_FUZZ_EXAMPLES", "15"))
+RUNS: dict[str, int] = {}  # examples that ran, per test: each test checks its whole budget ran
+
+
+def _ran(name: str) -> None:
+    RUNS[name] = RUNS.get(name, 0) + 1
+
+
+def _whole_budget_ran(name: str) -> None:
+    assert RUNS.pop(name, 0) == EXAMPLES, f"{name}: fewer examples than the budget ran"
 # No shrinking: an example costs a whole audit, and a failure prints its file anyway.
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, print_blob=True,
                 phases=[Phase.explicit, Phase.generate],
@@ -301,10 +310,12 @@ def test_fuzz_jsonl(fmt, tmp_path):
     @FUZZ
     @given(jsonl_file(JSONL_FORMATS[fmt]))
     def prop(lines):
+        _ran(fmt)
         path, expected, blank = write_jsonl(tmp_path, lines, f"{fmt}.jsonl")
         check_audit(tmp_path / "fuzz.duckdb", path, expected, blank)
 
     prop()
+    _whole_budget_ran(fmt)
 
 
 def _otel_has_genai_span(text: str) -> bool:
@@ -335,11 +346,13 @@ def test_fuzz_otel(tmp_path):
     @FUZZ
     @given(jsonl_file(OTEL))
     def prop(lines):
+        _ran("otel")
         path, expected, blank = write_jsonl(tmp_path, lines, "otel.jsonl")
         may_be_empty = {i + 1 for i, x in enumerate(lines) if x.dup_keys or not _otel_has_genai_span(x.text)}
         check_audit(tmp_path / "fuzz.duckdb", path, expected, blank, may_be_empty)
 
     prop()
+    _whole_budget_ran("otel")
 
 
 # --- sessions as CSV and Parquet: bad cells are rejects, never a failed file ---------------------------------------
@@ -385,6 +398,7 @@ def test_fuzz_sessions_csv(tmp_path):
     @FUZZ
     @given(csv_file())
     def prop(case):
+        _ran("csv")
         text, expected, blank = case
         path = tmp_path / "sessions.csv"
         path.write_text(text, encoding="utf-8", newline="")
@@ -395,6 +409,7 @@ def test_fuzz_sessions_csv(tmp_path):
             check_audit(tmp_path / "fuzz.duckdb", path, expected, blank)
 
     prop()
+    _whole_budget_ran("csv")
 
 
 PARQUET_TYPES = st.sampled_from(["int64", "uint64", "float64", "string", "bool", "timestamp", "list", "struct", "null"])
@@ -445,6 +460,7 @@ def test_fuzz_sessions_parquet(tmp_path):
     @FUZZ
     @given(parquet_table())
     def prop(case):
+        _ran("parquet")
         table, n = case
         path = tmp_path / "sessions.parquet"
         pq.write_table(table, path)
@@ -459,3 +475,4 @@ def test_fuzz_sessions_parquet(tmp_path):
         assert sorted(calls + rejects) == list(range(1, n + 1)) and skipped == 0
 
     prop()
+    _whole_budget_ran("parquet")
