@@ -83,7 +83,7 @@ def _fits_memory(ctx: RunContext, prefix_len: int, batch: int) -> bool:
 def run(ctx: RunContext) -> Result:
     _, peak = roof_and_peak(ctx)
     weight_bytes = ctx.loaded.step_weight_bytes()  # what a step streams (untied input embedding excluded)
-    warmup, repeats = (5, 30) if ctx.is_cuda else ((2, 8) if ctx.quick else (2, 11))
+    warmup, repeats = (5, 30) if ctx.is_cuda else ((1, 6) if ctx.quick else (2, 11))
     rows, skipped = [], {}
     for prefix_len, batch in sweep(ctx):
         if not _fits_memory(ctx, prefix_len, batch):

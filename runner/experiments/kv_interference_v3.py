@@ -48,12 +48,12 @@ MIB = 1 << 20
 # streams every weight (gpt2 at float32: ~0.5 GB), so a balanced gather moves about as many bytes; on a
 # CPU the cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
 COMPACT_MAX_LIVE_BYTES = {("cuda", False): 4096 * MIB, ("cuda", True): 4096 * MIB,
-                          ("cpu", False): 512 * MIB, ("cpu", True): 320 * MIB}
+                          ("cpu", False): 1024 * MIB, ("cpu", True): 640 * MIB}
 COMPACT_PILOT_LIVE_BYTES = {"cuda": 256 * MIB, "cpu": 8 * MIB}
 # (decode batch, prefix tokens, steps, warmup, repeats). On a CPU one gpt2 step takes tens of ms, so few
 # steps keep the balanced gather within COMPACT_MAX_LIVE_BYTES.
 DECODE = {("cuda", False): (8, 512, 4, 5, 40), ("cuda", True): (4, 128, 2, 3, 15),
-          ("cpu", False): (4, 128, 2, 2, 10), ("cpu", True): (2, 64, 1, 1, 7)}
+          ("cpu", False): (2, 128, 1, 2, 10), ("cpu", True): (1, 64, 1, 1, 7)}
 DECODE_MODES = {"cuda": ("graph", "static", "eager"), "cpu": ("static", "eager")}
 BALANCE = (0.5, 2.0)       # compact / decode alone must land in here
 RESIZE_OUTSIDE = (0.6, 1.6)  # the pilot's estimate is redone once outside this
