@@ -258,3 +258,100 @@ def test_machine_card_summarises_device_state():
                     "throttled in 1 of 3 readings (hw_thermal, sw_power_cap)")
     assert gpu_state([base]).endswith("no throttling in 1 readings")
     assert gpu_state([]) is None  # CPU runs and runs without NVML: no line on the card
+
+
+# --- the GPU clock, on a simulated device timeline ------------------------------------------------------
+
+class FakeGPU:
+    """A host clock and one CUDA stream's timeline, in ms: enough of torch.cuda for timing._Clock."""
+
+    def __init__(self, cycles_per_ms=1.5e6):
+        self.host = 0.0
+        self.gpu_end = 0.0
+        self.cycles_per_ms = cycles_per_ms
+        gpu = self
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.t = None
+
+            def record(self, stream=None):
+                self.t = gpu.gpu_end = max(gpu.host, gpu.gpu_end)
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        self.Event = Event
+        self.cuda = self
+
+    def device(self, _device):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def synchronize(self, *_):
+        self.host = max(self.host, self.gpu_end)
+
+    def _sleep(self, cycles):
+        self.gpu_end = max(self.host, self.gpu_end) + cycles / self.cycles_per_ms
+
+    def kernel(self, dispatch_ms, run_ms):
+        self.host += dispatch_ms  # the host's launch cost, then the kernel queues behind what is there
+        self.gpu_end = max(self.host, self.gpu_end) + run_ms
+
+    def perf_counter(self):
+        return self.host / 1e3
+
+
+def _fake_clock(monkeypatch, gpu):
+    import types
+
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=gpu.perf_counter))
+    monkeypatch.setattr(timing, "_CYCLES_PER_MS", {})
+    clock = timing._Clock.__new__(timing._Clock)
+    clock.cuda, clock.device, clock.lead_ms, clock._torch = True, "cuda:0", timing.LEAD_FLOOR_MS, gpu
+    clock._cycles_per_ms = clock._calibrate()
+    return clock
+
+
+def test_gpu_samples_exclude_host_dispatch(monkeypatch):
+    """Ten kernels of 5 us the host needs 10 us each to launch: the device is busy 50 us of a 100 us call.
+    Timed from an idle GPU the sample would be ~100 us; behind the learnt lead it is the 50 us of work."""
+    gpu = FakeGPU()
+    clock = _fake_clock(monkeypatch, gpu)
+    assert clock._cycles_per_ms == pytest.approx(1.5e6)  # calibrated from a timed sleep
+
+    def launch_bound():
+        for _ in range(10):
+            gpu.kernel(dispatch_ms=0.010, run_ms=0.005)
+
+    device_ms, host_ms, hidden = clock.measure(launch_bound)  # first call: the 50 us floor lead is too short
+    assert host_ms == pytest.approx(0.100) and not hidden and device_ms > 0.052  # a dispatch gap got in
+    clock.learn(host_ms)  # what the warm-up does
+    device_ms, host_ms, hidden = clock.measure(launch_bound)
+    assert hidden and device_ms == pytest.approx(0.050) and host_ms == pytest.approx(0.100)
+    t = timing.summarize_calls([device_ms], [host_ms], [hidden])
+    assert t.host_columns()["host_ms"] == pytest.approx(0.100) and t.host_columns()["dispatch_hidden"]
+
+
+def test_a_call_that_synchronises_is_recorded_as_not_hidden(monkeypatch):
+    gpu = FakeGPU()
+    clock = _fake_clock(monkeypatch, gpu)
+    clock.learn(0.1)
+
+    def syncs_inside():
+        gpu.kernel(0.010, 0.005)
+        gpu.synchronize()  # a .item(): the host waits for the lead and the kernel
+        gpu.kernel(0.010, 0.005)
+
+    _, _, hidden = clock.measure(syncs_inside)
+    assert hidden is False
+
+
+def test_the_lead_follows_the_sm_clock(monkeypatch):
+    """Calibrated at one clock, run at another: the cycles per ms are re-learnt from the measured sleep."""
+    gpu = FakeGPU(cycles_per_ms=1.0e6)
+    clock = _fake_clock(monkeypatch, gpu)
+    gpu.cycles_per_ms = 2.0e6  # the clock ramps up after calibration: the same cycles now sleep half as long
+    clock.measure(lambda: gpu.kernel(0.001, 0.001))
+    assert clock._cycles_per_ms == pytest.approx(2.0e6)
