@@ -57,7 +57,8 @@ class AuditOptions:
     workdir: str | None = None
     since: _dt.datetime | None = None  # --since / --until: only calls in [since, until) (UTC) are audited
     until: _dt.datetime | None = None
-    on_file: Callable[[int, int, Source, int, float], None] | None = None  # progress: (i, n, file, lines, s)
+    # Progress: (i, n, file, None, None) as file i of n starts, (i, n, file, lines, seconds) when it is read.
+    on_file: Callable[[int, int, Source, int | None, float | None], None] | None = None
     keys: Keys = Keys()             # --session-key / --time-key (none: each format's own fields)
     threads: int | None = None
     min_repeat_chars: int = 24
@@ -186,6 +187,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         sources = [detect(con, Path(p), opts.fmt) for p in paths]
         for i, src in enumerate(sources, 1):
             t_file, rows_before = time.perf_counter(), _n_staged(con)
+            if opts.on_file:
+                opts.on_file(i, len(sources), src, None, None)
             ingest(con, src, tmpdir, opts.keys)
             if opts.on_file:
                 opts.on_file(i, len(sources), src, _n_staged(con) - rows_before, time.perf_counter() - t_file)

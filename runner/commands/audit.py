@@ -39,24 +39,48 @@ def _utc(option: str, value: str | None) -> _dt.datetime | None:
 
 
 @contextlib.contextmanager
-def _progress(n_files: int, enabled: bool | None):
-    """Files done and lines per second, on stderr, only when it is a terminal (enabled None: auto).
-    Yields the audit's per-file callback, or None."""
+def _progress(n_files: int, enabled: bool | None, con):
+    """Files done, lines per second and how far DuckDB is through the current statement, on stderr, only
+    when it is a terminal (enabled None: auto). Yields the audit's per-file callback, or None."""
     if not (sys.stderr.isatty() if enabled is None else enabled):
         yield None
         return
+    import threading
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True, force_terminal=enabled), transient=True) as bar:
         task = bar.add_task("reading", total=n_files)
+        now = {"what": "reading", "done": ""}
+        stop = threading.Event()
 
-        def on_file(i: int, n: int, src, lines: int, seconds: float) -> None:
-            bar.update(task, completed=i, description=f"read {src.path.name}: {lines:,} lines, "
-                                                      f"{lines / max(seconds, 1e-9):,.0f} lines/s")
+        def show(pct: float = -1) -> None:
+            bar.update(task, description=now["what"] + (f" {pct:.0f}%" if pct >= 0 else "") + now["done"])
 
-        yield on_file
+        def on_file(i: int, n: int, src, lines: int | None, seconds: float | None) -> None:
+            if lines is None:
+                now["what"] = f"reading {src.path.name} ({i}/{n})"
+            else:
+                now["done"] = f"; read {src.path.name}: {lines:,} lines, {lines / max(seconds, 1e-9):,.0f} lines/s"
+                now["what"] = "auditing" if i == n else now["what"]
+                bar.update(task, completed=i)
+            show()
+
+        def poll() -> None:  # a long file is one statement: DuckDB says how far through it is
+            while not stop.wait(0.5):
+                show(con.query_progress())
+
+        con.execute("SET enable_progress_bar = true")  # DuckDB tracks progress only when asked to,
+        con.execute("SET enable_progress_bar_print = false")  # and must not draw its own bar
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        try:
+            yield on_file
+        finally:
+            stop.set()
+            poller.join()
 
 
 def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path = Path("kvreport.duckdb"),
@@ -107,7 +131,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     opts.workdir = work.name
     opts.since, opts.until = window
     try:
-        with work, Store(db) as store, _progress(len(paths), progress) as opts.on_file:
+        with work, Store(db) as store, _progress(len(paths), progress, store.con) as opts.on_file:
             con = store.con
             pricing = kv_pricing(model, con)
             memory = memory_from_db(con, model)
