@@ -3,7 +3,8 @@ copy roof measured at the same size (runner/ceilings.py, same harness, same cach
 
     python benchmarks/bench_compaction.py [--device auto|cpu|cuda] [--model gpt2] [--dtype auto] [--repeats N]
 
-Prints per size the GB/s of the copy roof and of naive, batched, batched16 (16-byte ATen elements),
+Prints per size the GB/s of the copy roof (timed interleaved with the methods, same flush) and of naive,
+batched, batched16 (16-byte ATen elements),
 triton and triton_layers (the Triton kernel once per layer: same element width, naive's launch count),
 each method's % of the same-size roof, and whether every method gathered exactly. Sizes of at least
 4x the last-level cache moved are DRAM measurements (marked D); below that the roof is an L2/LLC roof.
@@ -37,7 +38,7 @@ def main(argv=None) -> int:
     import torch
 
     from kvreport.runner import compaction as kc
-    from kvreport.runner.ceilings import measure_roof, theoretical_peak
+    from kvreport.runner.ceilings import roof_kernel, theoretical_peak
     from kvreport.runner.devices import dtype_name, resolve_device, resolve_dtype
     from kvreport.runner.errors import UserError
     from kvreport.runner.kv_formula import kv_shape
@@ -75,9 +76,11 @@ def main(argv=None) -> int:
         notes.update(skipped)
         ok = {m: kc.is_correct(w, fn) for m, fn in variants.items()}
         flush = flusher.needed(w.bytes_moved)
-        t = time_interleaved(variants, dev, warmup=warmup, repeats=repeats, setup=flusher if flush else None)
-        roof = measure_roof(dev, "copy", w.bytes_moved, warmup=warmup, repeats=repeats, rounds=3,
-                            flusher=flusher)["gbs"]
+        roof_fn, roof_moved = roof_kernel(dev, "copy", w.bytes_moved)  # timed interleaved with the methods
+        t = time_interleaved({**variants, "roof": roof_fn}, dev, warmup=warmup, repeats=repeats,
+                             setup=flusher if flush else None)
+        del roof_fn
+        roof = gbs(roof_moved, t.pop("roof").median_ms)
         cells = []
         for m in METHODS:
             if m in t:

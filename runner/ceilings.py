@@ -119,31 +119,50 @@ def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int 
 
     from .compaction import Flusher
 
-    if op not in ROOF_OPS:
-        raise ValueError(f"roof op {op!r}: expected one of {ROOF_OPS}")
     device = torch.device(device)
-    n = max(1, (nbytes // 2 if op == "copy" else nbytes) // 4)
-    src = torch.empty(n, dtype=torch.float32, device=device).normal_()
-    if op == "copy":
-        dst = torch.empty_like(src)
-        fn = lambda: dst.copy_(src)  # noqa: E731
-        moved = 2 * n * 4
-    else:
-        acc = torch.empty((), dtype=torch.float32, device=device)
-        fn = lambda: torch.sum(src, 0, out=acc)  # noqa: E731
-        moved = n * 4
+    fn, moved = roof_kernel(device, op, nbytes)
     flusher = flusher or Flusher(device)
     flush = flusher.needed(moved) and not warm
     if repeats is None:
         repeats = 30 if device.type == "cuda" else 10
     timings = [time_fn(fn, device, warmup=warmup, repeats=repeats, setup=flusher if flush else None)
                for _ in range(max(1, rounds))]
+    del fn
+    return roof_row(device, op, nbytes, moved, timings, flusher.llc, flush, "alone")
+
+
+def roof_kernel(device, op: str, nbytes: int):
+    """(callable, bytes it moves): the roof's copy (`nbytes` read + written) or streaming sum (`nbytes`
+    read) on fresh random float32 buffers; a workload can time it beside its own variants."""
+    import torch
+
+    if op not in ROOF_OPS:
+        raise ValueError(f"roof op {op!r}: expected one of {ROOF_OPS}")
+    n = max(1, (nbytes // 2 if op == "copy" else nbytes) // 4)
+    src = torch.empty(n, dtype=torch.float32, device=device).normal_()
+    if op == "copy":
+        dst = torch.empty_like(src)
+        return (lambda: dst.copy_(src)), 2 * n * 4
+    acc = torch.empty((), dtype=torch.float32, device=device)
+    return (lambda: torch.sum(src, 0, out=acc)), n * 4
+
+
+def roof_row(device, op: str, nbytes: int, moved: int, timings: list, llc: int, flushed: bool,
+             measured_with: str) -> dict:
+    """A roof_curve row from the timings of one or more rounds: the fastest round's median and quartiles."""
+    import torch
+
     t = min(timings, key=lambda x: x.median_ms)
-    del src, fn
     return {"op": op, "bytes": int(nbytes), **_bandwidths(moved, t), "n": t.n, "rounds": len(timings),
-            "worst_round_gbs": gbs(moved, max(x.median_ms for x in timings)), "llc_bytes": flusher.llc,
-            "flushed": flush, "threads": torch.get_num_threads() if device.type != "cuda" else None,
-            "host_ms": (t.host or t).median_ms}
+            "worst_round_gbs": gbs(moved, max(x.median_ms for x in timings)), "llc_bytes": llc,
+            "flushed": flushed, "threads": torch.get_num_threads() if device.type != "cuda" else None,
+            "host_ms": (t.host or t).median_ms, "measured_with": measured_with}
+
+
+def record_roof(ctx, row: dict) -> None:
+    """Keep a roof point an experiment measured itself (interleaved with its own variants), to be
+    stored with its rows by new_roof_rows."""
+    ctx.shared.setdefault("roof_curve", {})[(row["op"], row["bytes"], row["measured_with"])] = row
 
 
 def measure_copy_roof(device, nbytes: int | None = None, *, warmup: int = 3, repeats: int | None = None,

@@ -171,8 +171,9 @@ def shape_for(target_bytes: int, bytes_per_token: int, max_seq: int) -> tuple[in
 
 
 def footprint_bytes(n_live: int, n_tensors: int, row: int, dtype_bytes: int) -> int:
-    """Device bytes of a workload: pool (2x live) + destination + the reference gather of the check."""
-    return 4 * n_live * n_tensors * row * dtype_bytes
+    """Device bytes of a workload: pool (2x live) + destination + the reference gather of the check +
+    the same-size copy roof timed beside it (source and destination, live bytes each)."""
+    return 6 * n_live * n_tensors * row * dtype_bytes
 
 
 def last_level_cache_bytes(device) -> int:

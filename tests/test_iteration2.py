@@ -115,7 +115,8 @@ def test_compaction_run_rows():
         assert r["correct"]
         assert r["bytes_moved"] == 2 * r["kv_bytes"] == 2 * r["n_requests"] * r["seq_len"] * shape.bytes_per_token(4)
         # every share of roof divides by the copy roof measured at exactly this size, stored beside it
-        roof = roofs["copy", r["bytes_moved"]]
+        roof = roofs["copy", r["bytes_moved"]]  # timed interleaved with the methods, at the same size
+        assert roof["measured_with"] == "kv_compact_v2" and roof["n"] == r["n"]
         assert r["roof_gbs"] == roof["gbs"] and r["pct_of_roof"] == pytest.approx(r["gbs"] / roof["gbs"])
         assert r["over_roof"] == (r["pct_of_roof"] > 1.05)
         assert r["pct_of_peak"] is None
@@ -304,8 +305,9 @@ def test_pages_on_cpu_db(cpu_site):
     con = duckdb.connect(str(cpu_site[0]), read_only=True)
     ops = dict(con.execute("SELECT op, count(*) FROM roof_curve GROUP BY op").fetchall())
     con.close()
-    # copy and read at every compaction size, plus a read point at each decode shape's bytes
-    assert ops == {"copy": len(kc.CPU_TARGETS_QUICK), "read": len(kc.CPU_TARGETS_QUICK) + 4}
+    # copy and read at every compaction size (alone), the copy roof again interleaved with the gathers,
+    # plus a read point at each decode shape's bytes
+    assert ops == {"copy": 2 * len(kc.CPU_TARGETS_QUICK), "read": len(kc.CPU_TARGETS_QUICK) + 4}
     assert comp.tables["compaction-roof-curve"] == 1 + sum(ops.values())
     assert "compaction-gpu-pending" in comp.ids
     assert "no theoretical figure for CPUs" in comp.plain
@@ -331,7 +333,10 @@ def test_claims_on_cpu_db(cpu_site):
     # tiny-gpt2's growth equals the formula, which is not GPT-2's 36 KiB: expected, as memory-gpt2-measured says.
     assert decode["decode_growth_per_step"]["verdict"] == "expected"
     # Whatever a CPU's step shows against its copy roof, the ledger does not call a GPU claim on it.
-    assert decode["decode_bandwidth_bound"]["verdict"] in ("confirmed", "refuted")
+    bw = decode["decode_bandwidth_bound"]
+    assert bw["verdict"] in ("confirmed", "refuted", "not measured")
+    if bw["verdict"] == "not measured":  # tiny-gpt2's step fits in the cache, or timed above its roof
+        assert "last-level cache" in bw["reasoning"] or "105%" in bw["reasoning"]
     ledger = [r for r in ledger_rows(cpu_site[1]) if r["claim_id"] == "decode_bandwidth_bound" and r["run_id"]]
     assert ledger and {r["verdict"] for r in ledger} == {"not yet measured on a GPU"}
     assert {r["data_verdict"] for r in ledger} == {decode["decode_bandwidth_bound"]["verdict"]}

@@ -19,7 +19,10 @@ CREATE TABLE roof_curve (
     llc_bytes BIGINT,
     flushed BOOLEAN,
     threads INTEGER,
-    host_ms DOUBLE
+    host_ms DOUBLE,
+    -- 'alone', or the experiment whose variants it was timed interleaved with (A B roof A B roof ...), so
+    -- drift between the two measurements cannot put a workload above its roof
+    measured_with VARCHAR
 );
 
 -- NVML readings before and after each experiment on CUDA (never set: clocks and power limits are left
