@@ -213,7 +213,7 @@ def test_overview_says_where_the_evidence_stands(built_site, fixture_db):
     doc = Doc(text)
     for run_id, cpu, cpu_count, command in runs:  # a machine card per run, with the command to reproduce it
         assert doc.find("article", id=f"run-{run_id}"), run_id
-        assert html.escape(command, quote=False) in text
+        assert command in html.unescape(text)  # shell-quoted, so it may hold quotes (escaped in the HTML)
     # The demo audit's numbers come from generated traffic: labelled a demonstration, not a finding.
     demos = re.findall(r'<li class="demo">.*?</li>', text, re.S)
     assert any("audit.html" in d and "generated demo traffic" in d for d in demos)
@@ -493,13 +493,13 @@ def test_empty_db_gives_a_helpful_message(tmp_path):
         build_site(db, tmp_path / "out")
 
 
-def test_db_at_an_older_schema_builds_from_a_migrated_copy_and_stays_untouched(fixture_db, tmp_path):
-    """The fixture DB was written at schema 1: the build reads a migrated copy (today's tables and
-    columns), publishes the file as it was given, and never writes to it."""
+def test_db_at_an_older_schema_builds_from_a_migrated_copy_and_stays_untouched(tmp_path):
+    """The published reference DB of kvreport 0.1.0 was written at schema 1: the build reads a migrated copy
+    (today's tables and columns), publishes the file as it was given, and never writes to it."""
     import duckdb
 
     db = tmp_path / "old.duckdb"
-    shutil.copyfile(fixture_db, db)
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "published_v1.duckdb", db)
     con = duckdb.connect(str(db), read_only=True)
     version = con.execute("SELECT value FROM kvreport_meta WHERE key = 'schema_version'").fetchone()[0]
     con.close()
