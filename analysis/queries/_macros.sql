@@ -7,3 +7,42 @@ CREATE OR REPLACE TEMP MACRO sig3(x) AS
        WHEN abs(x) >= 10 THEN format('{:.1f}', x)
        WHEN abs(x) >= 1 THEN format('{:.2f}', x)
        ELSE format('{:.3g}', x) END;
+
+-- decode_eager_variation(): per run and batch, how much the eager decode step moves across prefix lengths and
+-- what bounds it (decode_variation.sql shows it; claim_decode.sql judges the seed's claims on it). A table
+-- macro, so the two read one definition.
+CREATE OR REPLACE TEMP MACRO decode_eager_variation() AS TABLE
+WITH d AS (SELECT * FROM kv_decode_cost_v2 WHERE coalesce(mode, 'eager') = 'eager'),
+per_batch AS (
+  SELECT run_id, batch_size, count(*) AS n_prefixes, min(prefix_len) AS min_prefix, max(prefix_len) AS max_prefix,
+         min(step_ms) AS min_step_ms, max(step_ms) AS max_step_ms,
+         (max(step_ms) - min(step_ms)) / min(step_ms) AS variation,
+         count(*) FILTER (WHERE prefix_len BETWEEN 64 AND 512) AS n_in_64_512,
+         CASE WHEN count(*) FILTER (WHERE prefix_len BETWEEN 64 AND 512) >= 2 THEN
+           (max(step_ms) FILTER (WHERE prefix_len BETWEEN 64 AND 512) - min(step_ms) FILTER (WHERE prefix_len BETWEEN 64 AND 512))
+           / min(step_ms) FILTER (WHERE prefix_len BETWEEN 64 AND 512) END AS variation_64_512,
+         arg_min(step_ms, prefix_len) AS step_ms_at_min_prefix,
+         arg_min(pct_of_roof, prefix_len) AS pct_of_roof,
+         arg_min(pct_of_peak, prefix_len) AS pct_of_peak,
+         arg_min(achieved_gbs, prefix_len) AS achieved_gbs,
+         arg_min(weights_floor_ms, prefix_len) AS weights_floor_ms,
+         bool_or(spread_wide) AS any_wide
+  FROM d GROUP BY run_id, batch_size
+),
+scaling AS (  -- step time at the largest batch over batch 1, at the smallest prefix both measured
+  SELECT b1.run_id, bn.batch_size AS max_batch, bn.step_ms / b1.step_ms AS batch_scaling
+  FROM d b1 JOIN d bn ON bn.run_id = b1.run_id AND bn.prefix_len = b1.prefix_len
+  WHERE b1.batch_size = 1
+    AND bn.batch_size = (SELECT max(batch_size) FROM d x WHERE x.run_id = b1.run_id)
+    AND b1.prefix_len = (SELECT min(prefix_len) FROM d x WHERE x.run_id = b1.run_id AND x.batch_size = 1)
+)
+SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.min_prefix, p.max_prefix,
+       p.min_step_ms, p.max_step_ms, p.variation, p.n_in_64_512, p.variation_64_512, p.step_ms_at_min_prefix,
+       p.achieved_gbs, p.pct_of_roof, p.pct_of_peak, p.weights_floor_ms,
+       p.step_ms_at_min_prefix / p.weights_floor_ms AS times_weights_floor, s.max_batch, s.batch_scaling,
+       CASE WHEN p.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
+            WHEN s.max_batch > 1 AND (s.batch_scaling - 1) / (s.max_batch - 1) >= 0.5 THEN 'compute-bound'
+            WHEN s.max_batch > 1 THEN 'launch/overhead-bound'
+            ELSE 'not bandwidth-bound' END AS bound,
+       p.any_wide
+FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id);

@@ -11,7 +11,6 @@ growth AS (
          min(d.kv_growth_bytes / d.batch_size) AS min_per_seq, max(d.kv_growth_bytes / d.batch_size) AS max_per_seq
   FROM e d JOIN runs r USING (run_id) GROUP BY d.run_id, r.model, r.dtype
 ),
-d AS (SELECT * FROM e),
 decomp AS (  -- batch 1 at the smallest prefix, every mode beside eager
   SELECT run_id,
          max(step_ms) FILTER (WHERE mode = 'static') AS static_ms,
@@ -28,41 +27,7 @@ decomp AS (  -- batch 1 at the smallest prefix, every mode beside eager
                                          WHERE x.run_id = k.run_id AND x.batch_size = 1)
   GROUP BY run_id
 ),
-per_batch AS (
-  SELECT run_id, batch_size, count(*) AS n_prefixes, min(prefix_len) AS min_prefix, max(prefix_len) AS max_prefix,
-         min(step_ms) AS min_step_ms, max(step_ms) AS max_step_ms,
-         (max(step_ms) - min(step_ms)) / min(step_ms) AS variation,
-         count(*) FILTER (WHERE prefix_len BETWEEN 64 AND 512) AS n_in_64_512,
-         CASE WHEN count(*) FILTER (WHERE prefix_len BETWEEN 64 AND 512) >= 2 THEN
-           (max(step_ms) FILTER (WHERE prefix_len BETWEEN 64 AND 512) - min(step_ms) FILTER (WHERE prefix_len BETWEEN 64 AND 512))
-           / min(step_ms) FILTER (WHERE prefix_len BETWEEN 64 AND 512) END AS variation_64_512,
-         arg_min(step_ms, prefix_len) AS step_ms_at_min_prefix,
-         arg_min(pct_of_roof, prefix_len) AS pct_of_roof,
-         arg_min(pct_of_peak, prefix_len) AS pct_of_peak,
-         arg_min(achieved_gbs, prefix_len) AS achieved_gbs,
-         arg_min(weights_floor_ms, prefix_len) AS weights_floor_ms,
-         bool_or(spread_wide) AS any_wide
-  FROM d GROUP BY run_id, batch_size
-),
-scaling AS (  -- step time at the largest batch over batch 1, at the smallest prefix both measured
-  SELECT b1.run_id, bn.batch_size AS max_batch, bn.step_ms / b1.step_ms AS batch_scaling
-  FROM d b1 JOIN d bn ON bn.run_id = b1.run_id AND bn.prefix_len = b1.prefix_len
-  WHERE b1.batch_size = 1
-    AND bn.batch_size = (SELECT max(batch_size) FROM d x WHERE x.run_id = b1.run_id)
-    AND b1.prefix_len = (SELECT min(prefix_len) FROM d x WHERE x.run_id = b1.run_id AND x.batch_size = 1)
-),
-v AS (
-SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.min_prefix, p.max_prefix,
-       p.min_step_ms, p.max_step_ms, p.variation, p.n_in_64_512, p.variation_64_512, p.step_ms_at_min_prefix,
-       p.achieved_gbs, p.pct_of_roof, p.pct_of_peak, p.weights_floor_ms,
-       p.step_ms_at_min_prefix / p.weights_floor_ms AS times_weights_floor, s.max_batch, s.batch_scaling,
-       CASE WHEN p.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
-            WHEN s.max_batch > 1 AND (s.batch_scaling - 1) / (s.max_batch - 1) >= 0.5 THEN 'compute-bound'
-            WHEN s.max_batch > 1 THEN 'launch/overhead-bound'
-            ELSE 'not bandwidth-bound' END AS bound,
-       p.any_wide
-FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id)
-),
+v AS (SELECT * FROM decode_eager_variation()),
 b1 AS (SELECT v.*, m.static_ms, m.graph_ms, m.floor_ms, m.host_overhead_share, m.recopy_bytes, m.bytes_read,
               m.skipped_modes, coalesce(m.eager_over_roof, false) AS eager_over_roof,
               coalesce(m.eager_dram_sized, true) AS eager_dram_sized
