@@ -12,8 +12,7 @@ INSERT INTO _staged BY NAME
 WITH rec AS (  -- every line, blank ones too: rows keep file order, ingest.py numbers them afterwards
   SELECT CAST(NULL AS BIGINT) AS line, raw,
          kv_blank(raw) AS blank
-  FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = $delim, quote = '', escape = '',
-                auto_detect = false, max_line_size = $max_line_size, compression = $compression)
+  FROM kv_read_lines($path, $delim, $max_line_size, $compression)
 ),
 p AS (
   SELECT line, raw, blank, CASE WHEN NOT blank THEN kv_parse(raw, '{

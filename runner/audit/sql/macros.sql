@@ -117,3 +117,10 @@ CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
 
 CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS
   CASE WHEN s IS NOT NULL AND kv_sts(s) IS NULL THEN name || ' is not a time (got ' || left(s, 40) || ')' END;
+
+-- kv_read_lines(file, sep, line_bytes, codec): the lines of one text file, in file order, blank ones too
+-- (NULL). One VARCHAR column: NUL as the delimiter and no quoting make DuckDB's CSV reader hand back each
+-- line untouched, in parallel. The one definition every line-reading query uses (lines.sql, ingest_*.sql).
+CREATE OR REPLACE TEMP MACRO kv_read_lines(file, sep, line_bytes, codec) AS TABLE
+  SELECT raw FROM read_csv(file, columns = {'raw': 'VARCHAR'}, header = false, delim = sep, quote = '',
+                           escape = '', auto_detect = false, max_line_size = line_bytes, compression = codec);
