@@ -46,3 +46,33 @@ SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.
             ELSE 'not bandwidth-bound' END AS bound,
        p.any_wide
 FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id);
+
+-- interference_per_run(): kv_interference_v3 pivoted to one row per run (each part alone and both at once,
+-- their bytes, the balance and contention figures). interference_summary.sql derives the sanity bound from
+-- it; claim_interference.sql and headline_interference.sql read the same row.
+CREATE OR REPLACE TEMP MACRO interference_per_run() AS TABLE
+  SELECT run_id,
+         any_value(concurrency) AS concurrency,
+         max(time_ms) FILTER (WHERE mode = 'compact') AS compact_ms,
+         max(p25_ms) FILTER (WHERE mode = 'compact') AS compact_p25_ms,
+         max(p75_ms) FILTER (WHERE mode = 'compact') AS compact_p75_ms,
+         max(time_ms) FILTER (WHERE mode = 'decode') AS decode_ms,
+         max(p25_ms) FILTER (WHERE mode = 'decode') AS decode_p25_ms,
+         max(p75_ms) FILTER (WHERE mode = 'decode') AS decode_p75_ms,
+         max(time_ms) FILTER (WHERE mode = 'both') AS both_ms,
+         max(p25_ms) FILTER (WHERE mode = 'both') AS both_p25_ms,
+         max(p75_ms) FILTER (WHERE mode = 'both') AS both_p75_ms,
+         max(n) FILTER (WHERE mode = 'both') AS n,
+         max(bytes_moved) FILTER (WHERE mode = 'both') AS both_bytes,
+         max(compact_bytes) AS compact_bytes, max(decode_bytes) AS decode_bytes,
+         max(gbs) FILTER (WHERE mode = 'compact') AS compact_gbs,
+         max(pct_of_roof) FILTER (WHERE mode = 'compact') AS compact_pct_of_roof,
+         any_value(roof_gbs) AS roof_gbs, any_value(peak_gbs) AS peak_gbs,
+         bool_or(bound_violated) AS flagged_by_experiment,
+         string_agg(bound_note, '; ') AS bound_notes,
+         any_value(decode_steps) AS decode_steps, any_value(decode_batch) AS decode_batch,
+         any_value(prefix_len) AS prefix_len, bool_and(correct) AS correct,
+         any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
+         max(decode_in_both_ms) AS decode_in_both_ms, max(compact_in_both_ms) AS compact_in_both_ms,
+         max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost
+  FROM kv_interference_v3 GROUP BY run_id;

@@ -3,19 +3,7 @@
 -- finish sooner than either part alone. The arithmetic row (run_id NULL) shows the seed's own numbers carry
 -- the same ~66 MB in both figures, i.e. its "both" counted only the compaction bytes and finished faster
 -- than compaction alone; run rows apply the sanity bound of interference_summary.sql to each run.
-WITH p AS (
-  SELECT run_id, any_value(concurrency) AS concurrency,
-         max(time_ms) FILTER (WHERE mode = 'compact') AS compact_ms,
-         max(time_ms) FILTER (WHERE mode = 'decode') AS decode_ms,
-         max(time_ms) FILTER (WHERE mode = 'both') AS both_ms,
-         max(bytes_moved) FILTER (WHERE mode = 'both') AS both_bytes,
-         max(gbs) FILTER (WHERE mode = 'compact') AS compact_gbs,
-         max(compact_bytes) AS compact_bytes, max(decode_bytes) AS decode_bytes,
-         any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
-         max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost,
-         any_value(roof_gbs) AS roof_gbs, bool_or(bound_violated) AS flagged
-  FROM kv_interference_v3 GROUP BY run_id
-),
+WITH p AS (SELECT *, flagged_by_experiment AS flagged FROM interference_per_run()),
 s AS (
   SELECT p.*, r.device_name, r.gpu_name,
          coalesce(r.gpu_name, '') ILIKE '%RTX 2070%' AS same_gpu,

@@ -1,17 +1,6 @@
 -- Headline: compaction and decode at once against the longer of the two alone, or the flagged violation of
 -- the sanity bound when the timing cannot be right (same derivation as interference_summary.sql).
-WITH p AS (
-  SELECT run_id, any_value(concurrency) AS concurrency,
-         max(time_ms) FILTER (WHERE mode = 'compact') AS compact_ms,
-         max(time_ms) FILTER (WHERE mode = 'decode') AS decode_ms,
-         max(time_ms) FILTER (WHERE mode = 'both') AS both_ms,
-         max(bytes_moved) FILTER (WHERE mode = 'both') AS both_bytes,
-         max(compact_bytes) AS compact_bytes, max(decode_bytes) AS decode_bytes, any_value(decode_steps) AS decode_steps,
-         any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
-         max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost,
-         any_value(roof_gbs) AS roof_gbs, bool_or(bound_violated) AS flagged
-  FROM kv_interference_v3 GROUP BY run_id
-),
+WITH p AS (SELECT *, flagged_by_experiment AS flagged FROM interference_per_run()),
 s AS (
   SELECT p.*, greatest(compact_ms, decode_ms) AS longer_ms,
          both_ms < 0.95 * greatest(compact_ms, decode_ms)
