@@ -88,8 +88,6 @@ def theoretical_peak(device) -> tuple[float | None, str | None]:
 def default_copy_bytes(device) -> int:
     """Bytes per buffer: 2 GiB on a GPU when free memory allows (at least 1 GiB: 16x the largest L2 in
     the table), 256 MiB on the CPU (8x a 32 MiB LLC)."""
-    import torch
-
     if device.type != "cuda":
         return 256 * MIB
     free, _ = cuda_free_bytes(device)

@@ -17,6 +17,18 @@ class ChildError(RuntimeError):
     pass
 
 
+def child_cuda_device(spec: dict, who: str):
+    """In a child: the CUDA device `spec['device']` names, made current; exit 3 (with why) without one."""
+    import torch
+
+    device = torch.device(spec["device"])
+    if device.type != "cuda" or not torch.cuda.is_available():
+        print(f"{who}: needs a CUDA device, got {spec['device']!r}", file=sys.stderr)
+        sys.exit(3)
+    torch.cuda.set_device(device)
+    return device
+
+
 def run_json_child(module: str, spec: dict, label: str, timeout_s: int, env: dict | None = None,
                    error=ChildError) -> dict:
     """`python -m module 'spec'` with `env` (default: this process's); its JSON result, or `error`

@@ -18,7 +18,7 @@ import os
 import random
 import sys
 
-from .child_process import child_main
+from .child_process import child_cuda_device, child_main
 from .probes import CudaAllocator
 
 def plan(spec: dict) -> tuple[list[int], list[int]]:
@@ -33,11 +33,7 @@ def plan(spec: dict) -> tuple[list[int], list[int]]:
 def scenario(spec: dict) -> dict:
     import torch
 
-    device = torch.device(spec["device"])
-    if device.type != "cuda" or not torch.cuda.is_available():
-        print(f"frag_child: needs a CUDA device, got {spec['device']!r}", file=sys.stderr)
-        sys.exit(3)
-    torch.cuda.set_device(device)
+    device = child_cuda_device(spec, "frag_child")
     dtype = getattr(torch, spec["dtype"])
     kv_heads, head_dim, n_layers = spec["n_kv_heads"], spec["head_dim"], spec["n_layers"]
     lengths, evicted = plan(spec)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from .child_process import child_main
+from .child_process import child_cuda_device, child_main
 from .probes import CudaAllocator
 
 CHUNK = 256 << 20
@@ -22,11 +22,7 @@ CHUNK = 256 << 20
 def scenario(spec: dict) -> dict:
     import torch
 
-    device = torch.device(spec["device"])
-    if device.type != "cuda" or not torch.cuda.is_available():
-        print(f"oom_child: needs a CUDA device, got {spec['device']!r}", file=sys.stderr)
-        sys.exit(3)
-    torch.cuda.set_device(device)
+    device = child_cuda_device(spec, "oom_child")
     torch.cuda.synchronize()
     alloc = CudaAllocator(device)
     base = alloc.allocated()

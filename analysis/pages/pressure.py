@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from kvreport.analysis.charts import make_chart, reference_lines, spread
+from kvreport.analysis.charts import make_chart, reference_lines
 from kvreport.analysis.site import PageSpec
 
 from . import _claims

@@ -20,7 +20,6 @@ TABLES = AUDIT_TABLES  # the audit tables it fills, through runner/audit (the en
 
 
 def _pricing(ctx: RunContext):
-    from ..audit.pricing import Pricing
     from ..devices import dtype_name
 
     dt = dtype_name(ctx.dtype)

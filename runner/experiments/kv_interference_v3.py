@@ -203,8 +203,6 @@ def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gat
     """A compaction workload whose batched gather takes about `decode_ms`: a pilot measures the gather's
     rate, the size follows from it, and up to two resizes correct a pilot that missed (a rate that
     changes with size: caches, launch overhead). `time_gather(workload) -> ms` is injectable for tests."""
-    import torch
-
     time_gather = time_gather or (lambda w: time_fn(w.batched, ctx.device, warmup=1, repeats=5).median_ms)
     shape = kv_shape(ctx.config)
     kind = "cuda" if ctx.is_cuda else "cpu"
