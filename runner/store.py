@@ -221,7 +221,8 @@ class Store:
         rows = list(rows)
         if not rows:
             return
-        cols = list(rows[0].keys())
+        # Every key any row carries (first-seen order): a key only later rows have must not be dropped.
+        cols = list(dict.fromkeys(k for r in rows for k in r))
         # Column names come from our own code; values always travel as parameters.
         sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
         self.con.executemany(sql, [[r.get(c) for c in cols] for r in rows])

@@ -124,3 +124,13 @@ def test_a_failed_write_marks_the_run_failed_and_keeps_the_other_experiments(tmp
         assert s.query("SELECT count(*) AS n FROM kv_per_layer")[0]["n"] == 0
         st = {r["experiment"]: r["status"] for r in s.query("SELECT experiment, status FROM experiments")}
         assert st == {"kv_memory_v2": "failed", "device_ceilings": "ok"}
+
+
+def test_a_key_only_later_rows_carry_is_stored_not_dropped(tmp_path):
+    with Store(tmp_path / "k.duckdb") as s:
+        run_id = s.begin_run(_meta())
+        s.record_experiment(run_id, "kv_memory_v2", "ok", None, {"kv_memory_v2": [
+            {"seq_len": 8, "batch_size": 1},
+            {"seq_len": 16, "batch_size": 1, "kv_bytes": 160}]})
+        rows = s.query("SELECT seq_len, kv_bytes FROM kv_memory_v2 ORDER BY seq_len")
+        assert [(r["seq_len"], r["kv_bytes"]) for r in rows] == [(8, None), (16, 160)]
