@@ -55,14 +55,18 @@ SELECT line, blank, ok, false AS skip,
   END AS shape_reason,
   true AS includes_cache,
   coalesce(x.usage.prompt_tokens, x.usage.input_tokens) AS s_input,
-  CASE WHEN x.usage.prompt_tokens IS NOT NULL THEN 'usage.prompt_tokens' ELSE 'usage.input_tokens' END AS f_input,
+  -- the field a missing count is named by: the one this object's kind uses (Chat: prompt_/completion_tokens)
+  CASE WHEN x.usage.prompt_tokens IS NOT NULL THEN 'usage.prompt_tokens'
+       WHEN x.usage.input_tokens IS NOT NULL OR x.object = 'response' THEN 'usage.input_tokens'
+       ELSE 'usage.prompt_tokens' END AS f_input,
   coalesce(x.usage.prompt_tokens_details.cached_tokens, x.usage.input_tokens_details.cached_tokens) AS s_cached,
   CASE WHEN x.usage.prompt_tokens_details.cached_tokens IS NOT NULL THEN 'usage.prompt_tokens_details.cached_tokens'
        ELSE 'usage.input_tokens_details.cached_tokens' END AS f_cached,
   NULL AS s_write, NULL AS f_write,
   coalesce(x.usage.completion_tokens, x.usage.output_tokens) AS s_output,
   CASE WHEN x.usage.completion_tokens IS NOT NULL THEN 'usage.completion_tokens'
-       ELSE 'usage.output_tokens' END AS f_output,
+       WHEN x.usage.output_tokens IS NOT NULL OR x.object = 'response' THEN 'usage.output_tokens'
+       ELSE 'usage.completion_tokens' END AS f_output,
   key_session AS s_session, key_time AS s_start, NULL AS s_end,
   'openai' AS provider_name, NULL AS request_model, x.model AS response_model, CAST(NULL AS JSON) AS content
 FROM j;
