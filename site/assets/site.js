@@ -50,8 +50,23 @@
     return data;
   }
 
+  // On a phone a legend above the plot eats its height (six entries leave a 130 px plot): put it below
+  // and grow the figure by its rows, so the plot keeps its size.
+  function fitNarrow(el, layout, data) {
+    if (el.clientWidth >= 560) { return layout; }
+    var entries = data.filter(function (t) { return t.showlegend !== false; }).length;
+    if (entries < 2) { return layout; }
+    var rows = 22 * entries;
+    layout.legend = Object.assign({}, layout.legend, { orientation: "v", x: 0, xanchor: "left", y: -0.28,
+      yanchor: "top" });
+    layout.height = (layout.height || 380) + rows;
+    layout.margin = Object.assign({}, layout.margin, { b: ((layout.margin || {}).b || 56) + rows + 30 });
+    return layout;
+  }
+
   function draw(el) {
     var spec = JSON.parse(document.getElementById(el.getAttribute("data-figure")).textContent);
+    fitNarrow(el, spec.layout, spec.data);
     recolor(spec.data);
     // Traces without an explicit colour follow the colorway; reset it so a theme switch re-colours them.
     return Plotly.react(el, spec.data, themed(spec.layout),
@@ -68,6 +83,43 @@
   if (nav && here && nav.scrollWidth > nav.clientWidth) {
     nav.scrollLeft = here.offsetLeft - nav.offsetLeft - (nav.clientWidth - here.offsetWidth) / 2;
   }
+
+  // Long tables (class "sortable", more than 15 rows) sort by any column: each header is a button, so a
+  // click, Enter or Space sorts; aria-sort tells screen readers the order. Numbers sort by their value
+  // (data-sort), the rest as text; empty cells ("–") go last either way.
+  function cellKey(row, i) {
+    var cell = row.cells[i];
+    if (!cell) { return null; }
+    if (cell.hasAttribute("data-sort")) { return parseFloat(cell.getAttribute("data-sort")); }
+    var text = cell.textContent.trim();
+    return text === "–" || text === "" ? null : text.toLowerCase();
+  }
+  function sortBy(table, i, th) {
+    var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+    var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+    rows.sort(function (a, b) {
+      var x = cellKey(a, i), y = cellKey(b, i);
+      if (x === null || y === null) { return (x === null) - (y === null); }
+      if (typeof x === "number" && typeof y === "number") { return dir * (x - y); }
+      return dir * String(x).localeCompare(String(y), undefined, { numeric: true });
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+  }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    if (!table.tHead || !table.tBodies.length) { return; }
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "sort";
+      button.textContent = th.textContent;
+      button.title = "Sort by " + th.textContent;
+      button.addEventListener("click", function () { sortBy(table, i, th); });
+      th.textContent = "";
+      th.appendChild(button);
+    });
+  });
 
   drawAll();
   if (query && query.addEventListener) { query.addEventListener("change", drawAll); }
