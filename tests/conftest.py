@@ -145,3 +145,14 @@ def chromium_available() -> tuple[bool, str]:
     except ImportError:
         return False, "playwright is not installed (pip install playwright; never `playwright install`)"
     return True, ""
+
+
+def run_cli(*argv) -> int:
+    """`kvreport ARGV...` in this process (so tests can capture its output); its exit code."""
+    from kvreport.runner.cli import main
+
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code
+    return 0

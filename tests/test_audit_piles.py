@@ -7,21 +7,14 @@ import shutil
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from kvreport.runner.commands.audit import execute
+
+from conftest import run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
 
-def _cli(*argv) -> int:
-    from kvreport.runner.cli import main
-
-    try:
-        main([str(a) for a in argv])
-    except SystemExit as exc:
-        return exc.code
-    return 0
 
 
 def _zst(data: bytes) -> bytes:
@@ -103,18 +96,18 @@ def test_a_pile_with_one_bad_file_fails_before_anything_is_written(tmp_path, cap
     shutil.copy(FIX / "openai.jsonl", pile / "1.jsonl")
     (pile / "2.txt").write_text("hello world\n")
     db = tmp_path / "k.duckdb"
-    assert _cli("audit", pile, "--db", db) == 2
+    assert run_cli("audit", pile, "--db", db) == 2
     err = capsys.readouterr().err
     assert "2.txt" in err and "Traceback" not in err and not db.exists()
     (pile / "2.txt").unlink()
     (pile / "3.jsonl.gz").write_bytes(gzip.compress((FIX / "openai.jsonl").read_bytes())[:-30])  # cut short
-    assert _cli("audit", pile, "--db", db) == 2
+    assert run_cli("audit", pile, "--db", db) == 2
     err = capsys.readouterr().err
     assert "3.jsonl.gz" in err and "Traceback" not in err and not db.exists()
-    assert _cli("audit", str(tmp_path / "nothing-*.jsonl"), "--db", db) == 2
+    assert run_cli("audit", str(tmp_path / "nothing-*.jsonl"), "--db", db) == 2
     assert "no file matches" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert _cli("audit", tmp_path / "empty", "--db", db) == 2
+    assert run_cli("audit", tmp_path / "empty", "--db", db) == 2
     assert "no log files" in capsys.readouterr().err and not db.exists()
 
 
@@ -133,12 +126,12 @@ def test_since_until_audit_a_time_window(tmp_path):
     # [since, until): the call at 06:00 is in, the one at 09:00 out; the call with no time is out too
     assert sorted(c[4] for c in calls) == [1, 106, 107, 108] and s["n_skipped_lines"] == 21 + 1 + 1
     assert rej == [("day.jsonl", 26, "malformed JSON")]  # a broken line stays a reject whatever the window
-    assert _cli("audit", log, "--since", "yesterday", "--db", tmp_path / "x.duckdb") == 2
-    assert _cli("audit", log, "--since", "2026-11-02", "--until", "2026-11-01", "--db", tmp_path / "x.duckdb") == 2
+    assert run_cli("audit", log, "--since", "yesterday", "--db", tmp_path / "x.duckdb") == 2
+    assert run_cli("audit", log, "--since", "2026-11-02", "--until", "2026-11-01", "--db", tmp_path / "x.duckdb") == 2
 
 
 def test_progress_only_on_a_terminal(tmp_path, capsys):
-    assert _cli("audit", FIX / "openai.jsonl", "--db", tmp_path / "a.duckdb") == 0
+    assert run_cli("audit", FIX / "openai.jsonl", "--db", tmp_path / "a.duckdb") == 0
     err = capsys.readouterr().err
     assert "lines/s" not in err and "\x1b[" not in err  # not a terminal here: quiet
     execute([FIX / "openai.jsonl", FIX / "anthropic.jsonl"], db=tmp_path / "b.duckdb", progress=True)

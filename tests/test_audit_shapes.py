@@ -16,6 +16,7 @@ import pytest
 from kvreport.runner.audit.ingest import FORMATS, SHAPES, AuditInputError
 from kvreport.runner.commands.audit import audit as audit_command
 from kvreport.runner.commands.audit import execute
+from conftest import run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 ROOT = Path(__file__).parent.parent
@@ -179,7 +180,7 @@ def test_a_record_two_formats_accept_is_an_error_naming_both(tmp_path, capsys):
     with pytest.raises(AuditInputError, match="more than one format .openai-chat and anthropic-batch."):
         audit(tmp_path, [both])
     assert not (tmp_path / "a.duckdb").exists()  # nothing written
-    assert cli("audit", both, "--db", tmp_path / "b.duckdb") == 2
+    assert run_cli("audit", both, "--db", tmp_path / "b.duckdb") == 2
     err = capsys.readouterr().err
     assert "openai-chat and anthropic-batch" in err and "Traceback" not in err
     assert not (tmp_path / "b.duckdb").exists()
@@ -187,14 +188,6 @@ def test_a_record_two_formats_accept_is_an_error_naming_both(tmp_path, capsys):
     assert query(con, "SELECT input_tokens FROM token_calls") == [{"input_tokens": 5}]
 
 
-def cli(*argv) -> int:
-    from kvreport.runner.cli import main
-
-    try:
-        main([str(a) for a in argv])
-    except SystemExit as exc:
-        return exc.code
-    return 0
 
 
 def test_format_option_and_readme_name_every_shape():
@@ -270,10 +263,10 @@ def test_time_key_and_its_rejects(tmp_path):
 
 def test_bad_key_paths_are_clear_errors(tmp_path, capsys):
     db = tmp_path / "k.duckdb"
-    assert cli("audit", FIX / "litellm.jsonl", "--db", db, "--session-key", "metadata.[") == 2
+    assert run_cli("audit", FIX / "litellm.jsonl", "--db", db, "--session-key", "metadata.[") == 2
     err = capsys.readouterr().err
     assert "--session-key 'metadata.[': not a JSON path" in err and "Traceback" not in err
-    assert cli("audit", FIX / "litellm.jsonl", "--db", db, "--time-key", "") == 2
+    assert run_cli("audit", FIX / "litellm.jsonl", "--db", db, "--time-key", "") == 2
     assert not db.exists()
 
 
