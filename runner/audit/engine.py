@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UserError
-from . import cost
+from . import cost, prompt_bloat
 from .ingest import Keys, Source, describe_sources, detect, ingest
 from .pricing import Memory, Pricing
 from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
-SLICE = 100_000  # calls whose messages one statement handles (content, lcp_*.sql): what cannot spill is bounded
-_SCRATCH = ("_staged", "_lines", "_sess_raw", "_content", "_ids", "_sys_counts", "_pairs", "_lcp_chars", "_lcp_tokens",
-            "_seg")
+_SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg")
 # The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
 TABLES = ("audits", "token_calls", "token_rejects", "token_audit", "token_leakage", "token_ttl_sweep",
           "token_bloat", "token_repeats", "token_prices")
@@ -94,20 +92,12 @@ def _setup(con, tmpdir: str, opts: AuditOptions) -> None:
     run_sql(con, "parse_try" if _has_try(con) else "parse_valid")
     run_sql(con, "staged")
     run_sql(con, "move")
-    con.execute("CREATE OR REPLACE TEMP TABLE _ids (rid BIGINT, ids INTEGER[], n_tokens BIGINT)")
 
 
 def _catalog(con) -> str:
     """The DB file's catalog, quoted (TEMP tables of the same names shadow its tables)."""
     db = con.execute("SELECT current_database()").fetchone()[0]
     return '"' + db.replace('"', '""') + '"'
-
-
-def _sliced(con, name: str) -> None:
-    """sql/<name>.sql once per slice [lo, hi) of _staged's rowids (the `rid` of every table after it)."""
-    last = con.execute("SELECT max(rowid) FROM _staged").fetchone()[0]
-    for lo in range(0, (last or 0) + 1, SLICE):
-        run_sql(con, name, lo=lo, hi=lo + SLICE)
 
 
 def _n_staged(con) -> int:
@@ -124,45 +114,11 @@ def _has_try(con) -> bool:
 
 def cleanup(con) -> None:
     cost.cleanup(con)
+    prompt_bloat.cleanup(con)
     for name in _VIEWS:
         con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
     for name in [t for t in TABLES if t not in _VIEWS] + list(_SCRATCH):
         con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
-
-
-def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
-    if not rows:
-        return
-    try:
-        import pyarrow as pa
-    except ImportError:
-        con.executemany("INSERT INTO _ids VALUES (?, ?, ?)", [(r, ids, len(ids)) for r, ids in rows])
-        return
-    batch = pa.table({"rid": pa.array([r for r, _ in rows], pa.int64()),
-                      "ids": pa.array([ids for _, ids in rows], pa.list_(pa.int32())),
-                      "n_tokens": pa.array([len(ids) for _, ids in rows], pa.int64())})
-    con.register("_ids_batch", batch)
-    try:
-        con.execute("INSERT INTO _ids SELECT rid, ids, n_tokens FROM _ids_batch")
-    finally:
-        con.unregister("_ids_batch")
-
-
-def _tokenize(con, tok: Tokenizer, chunk: int = 2000) -> None:
-    """System-prompt counts (for SPOR) and prompt token ids (for the prefix analysis). The tokenizer's
-    Rust batch encoder does the work; Python only moves batches."""
-    texts = [r[0] for r in con.execute(
-        "SELECT DISTINCT system_text FROM _content WHERE system_text IS NOT NULL").fetchall()]
-    con.execute("CREATE OR REPLACE TEMP TABLE _sys_counts (system_text VARCHAR, n BIGINT)")
-    if texts:
-        con.executemany("INSERT INTO _sys_counts VALUES (?, ?)", list(zip(texts, tok.count(texts))))
-    run_sql(con, "tokenizer_update")
-    last = -1  # keyset pages: inserting on the same connection would discard an open cursor's rows
-    while rows := con.execute("SELECT rid, prompt_text FROM _content WHERE rid > ? ORDER BY rid LIMIT ?",
-                              [last, chunk]).fetchall():
-        ids = tok.ids([r[1] or "" for r in rows])
-        _insert_ids(con, [(r[0], x) for r, x in zip(rows, ids)])
-        last = rows[-1][0]
 
 
 def _spor_reason(tok: Tokenizer | None, content_calls: int) -> str:
@@ -196,12 +152,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
             run_sql(con, "window", since=opts.since, until=opts.until)
         ids = dict(audit_id=audit_id, run_id=run_id)
 
-        content_calls = con.execute(
-            "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
-        if content_calls:
-            _sliced(con, "content")
-            if tokenizer is not None:
-                _tokenize(con, tokenizer)
+        content_calls = prompt_bloat.extract(con, tokenizer)
 
         n_calls = con.execute("SELECT count(*) FROM temp.main.token_calls").fetchone()[0]
         n_rejects = con.execute("SELECT count(*) FROM temp.main.token_rejects").fetchone()[0]
@@ -225,23 +176,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         run_sql(con, "ttl", **ids, buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s],
                 memory_bytes=memory.bytes, memory_source=memory.source)
 
-        bloat_reason = None
-        if content_calls:
-            run_sql(con, "pairs")
-            _sliced(con, "lcp_chars")
-            _sliced(con, "lcp_tokens")
-            run_sql(con, "bloat", **ids, has_tokens=tokenizer is not None)
-            run_sql(con, "repeats", **ids, min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows)
-            if tokenizer is not None:
-                rep = con.execute("SELECT rowid, instruction FROM temp.main.token_repeats").fetchall()
-                if rep:
-                    counts = tokenizer.count([r[1] for r in rep])
-                    con.executemany("UPDATE temp.main.token_repeats SET tokens = ? WHERE rowid = ?",
-                                    [(n, r[0]) for r, n in zip(rep, counts)])
-            else:
-                bloat_reason = "achievable PCER needs --tokenizer; prefix breaks are shown in characters"
-        else:
-            bloat_reason = "no message content in the log (request messages are needed for prompt-bloat analysis)"
+        bloat_reason = prompt_bloat.analyse(con, ids, tokenizer, content_calls, min_repeat_chars=opts.min_repeat_chars,
+                                            max_repeat_rows=opts.max_repeat_rows)
 
         sources_text, fmt_text = describe_sources(sources)
         run_sql(con, "summary", **ids, created_at=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None),

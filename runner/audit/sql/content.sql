@@ -2,16 +2,17 @@
 --   prompt_text     every message as "role: text", in order (system first where the API keeps it apart)
 --   system_text     the system / developer instructions
 --   last_user_text  the newest user message: what this turn added
--- rid is the call's row in _staged. Content lives in temporary tables only; the DB never stores log
+-- rid is the call's row in _staged, and the call's token counts come along: later steps never read _staged. Content lives in temporary tables only; the DB never stores log
 -- text beyond the short snippets of the findings. Run once per slice of rids [$lo, $hi) (engine.py): the
 -- per-call aggregation of messages cannot spill to disk, so a slice bounds its memory.
 CREATE TEMP TABLE IF NOT EXISTS _content (
   rid BIGINT, source VARCHAR, line BIGINT, session_id VARCHAR, t TIMESTAMP, prompt_text VARCHAR,
-  system_text VARCHAR, last_user_text VARCHAR, prompt_chars BIGINT
+  system_text VARCHAR, last_user_text VARCHAR, prompt_chars BIGINT, input_tokens BIGINT, cached_input_tokens BIGINT
 );
 INSERT INTO _content
 WITH c AS (
-  SELECT rowid AS rid, source, line, session_id, coalesce(start_time, end_time) AS t,
+  SELECT rowid AS rid, source, line, session_id, coalesce(start_time, end_time) AS t, input_tokens,
+         cached_input_tokens,
          kv_nn(json_extract(content, '$.system')) AS sys,
          CASE json_type(content, '$.messages')
            WHEN 'ARRAY' THEN json_extract(content, '$.messages[*]')
@@ -37,5 +38,5 @@ agg AS (
   FROM parts GROUP BY rid
 )
 SELECT c.rid, c.source, c.line, c.session_id, c.t, a.prompt_text, a.system_text, a.last_user_text,
-       length(a.prompt_text) AS prompt_chars
+       length(a.prompt_text) AS prompt_chars, c.input_tokens, c.cached_input_tokens
 FROM c JOIN agg a USING (rid);

@@ -2,6 +2,6 @@
 CREATE OR REPLACE TEMP TABLE _pairs AS
 SELECT c.rid, c.session_id, c.source, c.line, c.prompt_text, c.system_text, c.prompt_chars,
        lag(c.rid) OVER w AS prev_rid, lag(c.prompt_text) OVER w AS prev_text,
-       st.input_tokens, st.cached_input_tokens
-FROM _content c JOIN _staged st ON st.rowid = c.rid
+       c.input_tokens, c.cached_input_tokens
+FROM _content c
 WINDOW w AS (PARTITION BY c.session_id ORDER BY c.t, c.source, c.line, c.rid);

@@ -1,0 +1,98 @@
+"""Prompt-bloat analysis of the logged request messages: how much of each prompt a prefix cache could
+have reused, where sessions break their own prefix, and instructions re-sent turn after turn.
+
+Two phases around the audit's call tables (engine.py):
+  extract  while _staged (every record read) still exists: each valid call's messages flattened into
+           _content (with the call's token counts, so nothing later needs _staged), token ids with
+           --tokenizer, and system-prompt counts for calls whose log gave none (tokenizer_update.sql);
+  analyse  afterwards, from _content alone: token_bloat and token_repeats.
+`rid` (the call's row in _staged at extract time) identifies a call in every table here.
+"""
+from __future__ import annotations
+
+from .sqlfiles import run_sql
+from .tokenizer import Tokenizer
+
+SLICE = 100_000  # calls whose messages one statement handles (content, lcp_*.sql): what cannot spill is bounded
+SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_chars", "_lcp_tokens")
+
+
+def _sliced(con, name: str, last: int | None) -> None:
+    """sql/<name>.sql once per slice [lo, hi) of rids."""
+    for lo in range(0, (last or 0) + 1, SLICE):
+        run_sql(con, name, lo=lo, hi=lo + SLICE)
+
+
+def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
+    if not rows:
+        return
+    try:
+        import pyarrow as pa
+    except ImportError:
+        con.executemany("INSERT INTO _ids VALUES (?, ?, ?)", [(r, ids, len(ids)) for r, ids in rows])
+        return
+    batch = pa.table({"rid": pa.array([r for r, _ in rows], pa.int64()),
+                      "ids": pa.array([ids for _, ids in rows], pa.list_(pa.int32())),
+                      "n_tokens": pa.array([len(ids) for _, ids in rows], pa.int64())})
+    con.register("_ids_batch", batch)
+    try:
+        con.execute("INSERT INTO _ids SELECT rid, ids, n_tokens FROM _ids_batch")
+    finally:
+        con.unregister("_ids_batch")
+
+
+def _tokenize(con, tok: Tokenizer, chunk: int = 2000) -> None:
+    """System-prompt counts (for SPOR) and prompt token ids (for the prefix analysis). The tokenizer's
+    Rust batch encoder does the work; Python only moves batches."""
+    texts = [r[0] for r in con.execute(
+        "SELECT DISTINCT system_text FROM _content WHERE system_text IS NOT NULL").fetchall()]
+    con.execute("CREATE OR REPLACE TEMP TABLE _sys_counts (system_text VARCHAR, n BIGINT)")
+    if texts:
+        con.executemany("INSERT INTO _sys_counts VALUES (?, ?)", list(zip(texts, tok.count(texts))))
+    run_sql(con, "tokenizer_update")
+    last = -1  # keyset pages: inserting on the same connection would discard an open cursor's rows
+    while rows := con.execute("SELECT rid, prompt_text FROM _content WHERE rid > ? ORDER BY rid LIMIT ?",
+                              [last, chunk]).fetchall():
+        ids = tok.ids([r[1] or "" for r in rows])
+        _insert_ids(con, [(r[0], x) for r, x in zip(rows, ids)])
+        last = rows[-1][0]
+
+
+def extract(con, tokenizer: Tokenizer | None) -> int:
+    """Fill _content (and _ids, and system counts in _staged, with a tokenizer) from _staged; returns
+    the number of valid calls that logged messages (0: nothing to analyse)."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _ids (rid BIGINT, ids INTEGER[], n_tokens BIGINT)")
+    content_calls = con.execute(
+        "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
+    if content_calls:
+        _sliced(con, "content", con.execute("SELECT max(rowid) FROM _staged").fetchone()[0])
+        if tokenizer is not None:
+            _tokenize(con, tokenizer)
+    return content_calls
+
+
+def analyse(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, min_repeat_chars: int,
+            max_repeat_rows: int) -> str | None:
+    """token_bloat and token_repeats (temp tables) from _content; returns why achievable figures are
+    missing, or None."""
+    if not content_calls:
+        return "no message content in the log (request messages are needed for prompt-bloat analysis)"
+    run_sql(con, "pairs")
+    last = con.execute("SELECT max(rid) FROM _content").fetchone()[0]
+    _sliced(con, "lcp_chars", last)
+    _sliced(con, "lcp_tokens", last)
+    run_sql(con, "bloat", **ids, has_tokens=tokenizer is not None)
+    run_sql(con, "repeats", **ids, min_chars=min_repeat_chars, max_rows=max_repeat_rows)
+    if tokenizer is None:
+        return "achievable PCER needs --tokenizer; prefix breaks are shown in characters"
+    rep = con.execute("SELECT rowid, instruction FROM temp.main.token_repeats").fetchall()
+    if rep:
+        counts = tokenizer.count([r[1] for r in rep])
+        con.executemany("UPDATE temp.main.token_repeats SET tokens = ? WHERE rowid = ?",
+                        [(n, r[0]) for r, n in zip(rep, counts)])
+    return None
+
+
+def cleanup(con) -> None:
+    for name in SCRATCH:
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
