@@ -214,11 +214,17 @@ def persist(con, result: AuditResult) -> None:
     try:
         for name in TABLES:
             sql, params = _select(name)
+            # The calls are the one big table, and each carries its line: written in parallel, in any
+            # order (preserving the order costs a third of the time and memory). The other tables keep
+            # the order their SQL gave them.
+            con.execute(f"SET preserve_insertion_order = {'false' if name == 'token_calls' else 'true'}")
             con.execute(f"INSERT INTO {catalog}.main.{name} BY NAME {sql}", [ids[p] for p in params])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    finally:
+        con.execute("RESET preserve_insertion_order")
 
 
 def fetch(con, result: AuditResult) -> dict[str, list[dict]]:

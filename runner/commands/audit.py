@@ -15,7 +15,7 @@ from ..errors import UserError
 
 # DuckDB's share of memory. The whole process peaks about 150 MB above it (Python, imports, what DuckDB does
 # not count), so a 1M-call audit stays under 500 MB; beyond the limit DuckDB spills to the scratch folder.
-DEFAULT_MEMORY_LIMIT = "300MB"
+DEFAULT_MEMORY_LIMIT = "350MB"
 
 
 def _mb(v) -> str:

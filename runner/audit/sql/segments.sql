@@ -9,15 +9,18 @@ WITH c AS (
          epoch_us(coalesce(start_time, end_time)) / 1e6 AS t_start,
          epoch_us(coalesce(end_time, start_time)) / 1e6 AS t_act,
          input_tokens + output_tokens AS ctx_tokens,
-         max(epoch_us(disconnected_at) / 1e6) OVER (PARTITION BY session_id) AS t_disc
+         epoch_us(disconnected_at) / 1e6 AS disc
   FROM token_calls  -- this audit's calls only (a temporary view)
   WHERE coalesce(start_time, end_time) IS NOT NULL
 ),
-win AS (
-  SELECT max(greatest(t_act, coalesce(t_disc, t_act))) AS t_log_end FROM c
+o AS (  -- one window (one sort by session and time) gives both the next call and the session's disconnect
+  SELECT *, lead(t_start) OVER w AS t_next,
+         max(disc) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS t_disc
+  FROM c
+  WINDOW w AS (PARTITION BY session_id ORDER BY t_start, source, line)
 ),
-o AS (
-  SELECT *, lead(t_start) OVER (PARTITION BY session_id ORDER BY t_start, source, line) AS t_next FROM c
+win AS (
+  SELECT max(greatest(t_act, coalesce(t_disc, t_act))) AS t_log_end FROM o
 )
 SELECT session_id, t_start, coalesce(t_next, win.t_log_end) AS t_end, t_act, ctx_tokens,
        ctx_tokens * $bytes_per_token AS kv_bytes, t_next IS NULL AS is_last,
