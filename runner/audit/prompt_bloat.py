@@ -13,8 +13,8 @@ from __future__ import annotations
 from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
-SLICE = 100_000  # calls whose messages one statement handles (content, lcp_*.sql): what cannot spill is bounded
-SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_chars", "_lcp_tokens")
+SLICE = 100_000  # calls whose texts one statement aggregates (content, bloat_snippets, ...): what cannot spill is bounded
+SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_tokens", "_breaks")
 
 
 def _sliced(con, name: str, last: int | None) -> None:
@@ -41,6 +41,14 @@ def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
         con.unregister("_ids_batch")
 
 
+# A page of prompts as text (content.sql keeps each as its messages' roles and texts).
+_PAGE = """
+WITH page AS (SELECT rid, roles, texts FROM _content WHERE rid > ? ORDER BY rid LIMIT ?),
+parts AS (SELECT rid, unnest(roles) AS role, unnest(texts) AS text, generate_subscripts(roles, 1) AS i FROM page)
+SELECT rid, string_agg(role || ': ' || text, chr(10) ORDER BY i) AS prompt_text FROM parts GROUP BY rid ORDER BY rid
+"""
+
+
 def _tokenize(con, tok: Tokenizer, chunk: int = 2000) -> None:
     """System-prompt counts (for SPOR) and prompt token ids (for the prefix analysis). The tokenizer's
     Rust batch encoder does the work; Python only moves batches."""
@@ -51,8 +59,7 @@ def _tokenize(con, tok: Tokenizer, chunk: int = 2000) -> None:
         con.executemany("INSERT INTO _sys_counts VALUES (?, ?)", list(zip(texts, tok.count(texts))))
     run_sql(con, "tokenizer_update")
     last = -1  # keyset pages: inserting on the same connection would discard an open cursor's rows
-    while rows := con.execute("SELECT rid, prompt_text FROM _content WHERE rid > ? ORDER BY rid LIMIT ?",
-                              [last, chunk]).fetchall():
+    while rows := con.execute(_PAGE, [last, chunk]).fetchall():
         ids = tok.ids([r[1] or "" for r in rows])
         _insert_ids(con, [(r[0], x) for r, x in zip(rows, ids)])
         last = rows[-1][0]
@@ -65,6 +72,7 @@ def extract(con, tokenizer: Tokenizer | None) -> int:
     content_calls = con.execute(
         "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
     if content_calls:
+        run_sql(con, "bloat_macros")
         _sliced(con, "content", con.execute("SELECT max(rowid) FROM _staged").fetchone()[0])
         if tokenizer is not None:
             _tokenize(con, tokenizer)
@@ -77,10 +85,17 @@ def analyse(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, 
     missing, or None."""
     if not content_calls:
         return "no message content in the log (request messages are needed for prompt-bloat analysis)"
-    run_sql(con, "pairs")
+    run_sql(con, "bloat_macros")
     last = con.execute("SELECT max(rid) FROM _content").fetchone()[0]
-    _sliced(con, "lcp_chars", last)
-    _sliced(con, "lcp_tokens", last)
+    run_sql(con, "pairs")  # lcp_chars, but for the searches that ran past a message's line:
+    if con.execute("SELECT count(*) FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL").fetchone()[0]:
+        _sliced(con, "bloat_lcp_rest", last)
+    if tokenizer is not None:
+        run_sql(con, "lcp_tokens")
+    else:
+        con.execute("CREATE OR REPLACE TEMP TABLE _lcp_tokens (rid BIGINT, lcp_tokens BIGINT)")
+    run_sql(con, "bloat_breaks")
+    _sliced(con, "bloat_snippets", last)
     run_sql(con, "bloat", **ids, has_tokens=tokenizer is not None)
     run_sql(con, "repeats", **ids, min_chars=min_repeat_chars, max_rows=max_repeat_rows)
     if tokenizer is None:

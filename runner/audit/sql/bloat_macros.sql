@@ -1,0 +1,23 @@
+-- Helpers of the prompt-bloat steps (content.sql, pairs.sql, lcp_tokens.sql). Lambda-free, like macros.sql.
+
+-- One step of a binary search for the longest common prefix of a and b: two strings (characters) or two
+-- lists (elements), sliced the same way. s = {lo, hi}: the first lo are known equal and the prefix is at
+-- most hi long; a step halves hi - lo, and a settled search (lo = hi) passes through untouched. The steps
+-- are chained as plain projections (pairs.sql), not a recursive CTE: no join, nothing held, so any number
+-- of pairs streams through. 32 steps settle any length DuckDB can hold (a string is under 4 GiB).
+CREATE OR REPLACE TEMP MACRO kv_lcp_step(a, b, s) AS
+  CASE WHEN s.lo >= s.hi THEN s
+       WHEN a[1:(s.lo + s.hi + 1) // 2] = b[1:(s.lo + s.hi + 1) // 2]
+         THEN {'lo': (s.lo + s.hi + 1) // 2, 'hi': s.hi}
+       ELSE {'lo': s.lo, 'hi': (s.lo + s.hi + 1) // 2 - 1} END;
+
+-- The same over two lists in step (a call's roles and texts): the first lo messages agree.
+CREATE OR REPLACE TEMP MACRO kv_lcp_step2(a, b, c, d, s) AS
+  CASE WHEN s.lo >= s.hi THEN s
+       WHEN a[1:(s.lo + s.hi + 1) // 2] = b[1:(s.lo + s.hi + 1) // 2]
+            AND c[1:(s.lo + s.hi + 1) // 2] = d[1:(s.lo + s.hi + 1) // 2]
+         THEN {'lo': (s.lo + s.hi + 1) // 2, 'hi': s.hi}
+       ELSE {'lo': s.lo, 'hi': (s.lo + s.hi + 1) // 2 - 1} END;
+
+-- A search not yet started: nothing known equal, at most hi.
+CREATE OR REPLACE TEMP MACRO kv_lcp_start(lo, hi) AS {'lo': CAST(lo AS BIGINT), 'hi': CAST(hi AS BIGINT)};

@@ -1,0 +1,129 @@
+"""The fast paths of the prompt-bloat steps give what the plain definitions give (issue 12).
+
+content.sql reads plain messages as whole lists and every other call one row per message; pairs.sql finds
+lcp_chars message by message and then within one message's line. Both are checked here against the
+definitions spelled out: the per-message statement for every call, and the common prefix of the rebuilt
+prompt texts, character by character in Python.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from kvreport.runner.commands.audit import execute
+
+WORDS = "alpha beta gamma Reply in JSON please . You are a bot Time : é ü 😀 tool ok".split()
+
+
+def _log(path) -> None:
+    rnd = random.Random(12)
+
+    def text(n):
+        return " ".join(rnd.choice(WORDS) for _ in range(n))
+
+    lines = []
+    for s in range(60):
+        hist: list = []
+        for k in range(rnd.randint(1, 7)):
+            r = rnd.random()
+            if r < 0.45:
+                hist.append({"role": "user", "content": text(rnd.randint(0, 8))})
+            elif r < 0.52:
+                hist.append({"role": "user", "content": [{"type": "text", "text": text(3)}, {"type": "image"}]})
+            elif r < 0.56:
+                hist.append({"role": "tool", "content": None, "parts": [{"content": text(2)}]})
+            elif r < 0.60:
+                hist.append({"content": text(2)})  # no role
+            elif r < 0.62:
+                hist.append("a bare string")
+            elif r < 0.65:
+                hist.append({"role": "developer", "content": text(3)})
+            elif r < 0.68:
+                hist.append({"role": "user", "content": 7})
+            elif r < 0.78 and hist and isinstance(hist[0], dict) and isinstance(hist[0].get("content"), str):
+                # an early message grows by a line: the prefix runs past the end of its line
+                hist[0] = {**hist[0], "content": hist[0]["content"] + rnd.choice(["\nuser: more", "\n", " x"])}
+            elif r < 0.84 and hist:
+                hist.pop(rnd.randrange(len(hist)))
+            else:
+                hist.append({"role": "assistant", "content": text(rnd.randint(1, 5)) + rnd.choice(["", "\n"])})
+            mode = s % 6
+            sys_msgs = [[{"role": "system", "content": f"Time : {k} . You are a bot ."}],
+                        [{"role": "system", "content": "You are a bot ."}],
+                        [{"role": "system", "content": "A"}, {"role": "system", "content": "B é"}],
+                        [{"role": "system", "content": [{"type": "text", "text": "blocks"}]}], [], []][mode]
+            req = {"messages": sys_msgs + hist}
+            if mode == 4 and k % 2:
+                req = {"messages": text(4)}
+            if mode == 5:
+                req = {"instructions": f"Be brief {k % 2}", "input": hist}
+            lines.append({"session_id": f"s{s}", "timestamp": 1735689600 + 60 * k, "request": req,
+                          "response": {"usage": {"prompt_tokens": 100 + k, "completion_tokens": 3}}})
+    rnd.shuffle(lines)
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+def _prompts(con) -> dict[int, str]:
+    rows = con.execute("""
+        SELECT rid, string_agg(role || ': ' || text, chr(10) ORDER BY i) FROM (
+          SELECT rid, unnest(roles) AS role, unnest(texts) AS text, generate_subscripts(roles, 1) AS i FROM _content)
+        GROUP BY rid""").fetchall()
+    return dict(rows)
+
+
+def _lcp(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class _Checked(Exception):
+    pass
+
+
+def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypatch):
+    import kvreport.runner.audit.prompt_bloat as pb
+    from kvreport.runner.audit.sqlfiles import run_sql, statements
+
+    log = tmp_path / "chat.jsonl"
+    _log(log)
+    seen = {}
+    real_extract = pb.extract
+
+    def extract(con, tok):
+        n = real_extract(con, tok)
+        cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line"
+        fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
+        # every call again through the per-message statement (content.sql's second and third)
+        con.execute("UPDATE _content SET roles = NULL")
+        _, slow_insert, drop = statements("content")[1:]
+        for stmt in (slow_insert, drop):
+            con.execute(stmt[0], {"lo": 0, "hi": 1 << 40})
+        seen["fast"], seen["slow"] = fast, con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
+        seen["plain"] = con.execute(
+            """SELECT count(*) FROM _staged WHERE starts_with(content, '{"system":null,"messages":[')""").fetchone()[0]
+        run_sql(con, "bloat_macros")
+        run_sql(con, "pairs")
+        seen["rest"] = con.execute(
+            "SELECT count(*) FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL").fetchone()[0]
+        pb._sliced(con, "bloat_lcp_rest", con.execute("SELECT max(rid) FROM _content").fetchone()[0])
+        seen["pairs"] = con.execute("SELECT rid, prev_rid, lcp_chars, prompt_chars, prev_chars FROM _pairs").fetchall()
+        seen["texts"] = _prompts(con)
+        raise _Checked
+
+    monkeypatch.setattr(pb, "extract", extract)
+    with pytest.raises(_Checked):
+        execute([log], db=tmp_path / "a.duckdb", echo=lambda *_: None)
+    assert seen["fast"] == seen["slow"] and len(seen["fast"]) > 200 and seen["plain"] > 100
+    texts = seen["texts"]
+    assert seen["rest"] > 0  # the log does exercise the search past a line's end
+    pairs = [p for p in seen["pairs"] if p[1] is not None]
+    assert len(pairs) > 150
+    for rid, prev, lcp, chars, prev_chars in pairs:
+        assert chars == len(texts[rid]) and prev_chars == len(texts[prev])
+        assert lcp == _lcp(texts[prev], texts[rid]), (texts[prev], texts[rid])
