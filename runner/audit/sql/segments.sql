@@ -4,7 +4,7 @@
 -- call. It is idle from `idle_timeout` seconds after the call's activity, or from an explicit disconnect
 -- (last call only). Calls without any time cannot be placed and are left out (the audit says so).
 CREATE OR REPLACE TEMP TABLE _seg AS
-WITH c AS (
+WITH c AS NOT MATERIALIZED (  -- re-read per use (a scan of the calls) rather than held
   SELECT session_id, source, line,
          epoch_us(coalesce(start_time, end_time)) / 1e6 AS t_start,
          epoch_us(coalesce(end_time, start_time)) / 1e6 AS t_act,
@@ -13,18 +13,23 @@ WITH c AS (
   FROM token_calls  -- this audit's calls only (a temporary view)
   WHERE coalesce(start_time, end_time) IS NOT NULL
 ),
-o AS (  -- one window (one sort by session and time) gives both the next call and the session's disconnect
-  SELECT *, lead(t_start) OVER w AS t_next,
-         max(disc) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS t_disc
-  FROM c
-  WINDOW w AS (PARTITION BY session_id ORDER BY t_start, source, line)
+src AS (  -- each file's rank in name order: the window sorts on this small integer, not on the path string
+  SELECT source, row_number() OVER (ORDER BY source) AS src FROM (SELECT DISTINCT source FROM c)
 ),
-win AS (
-  SELECT max(greatest(t_act, coalesce(t_disc, t_act))) AS t_log_end FROM o
+o AS (  -- one window (one sort by session and time): the next call; ties in time go in file, then line order
+  SELECT c.session_id, c.t_start, c.t_act, c.ctx_tokens,
+         lead(c.t_start) OVER (PARTITION BY c.session_id ORDER BY c.t_start, src.src, c.line) AS t_next
+  FROM c JOIN src ON src.source IS NOT DISTINCT FROM c.source
+),
+dsc AS (  -- the session's disconnect (its latest): a grouped scan of the few calls that log one, not a second window
+  SELECT session_id, max(disc) AS t_disc FROM c WHERE disc IS NOT NULL GROUP BY session_id
+),
+win AS (  -- the log's end: the last activity or disconnect of any timed call
+  SELECT max(greatest(t_act, coalesce(disc, t_act))) AS t_log_end FROM c
 )
-SELECT session_id, t_start, coalesce(t_next, win.t_log_end) AS t_end, t_act, ctx_tokens,
+SELECT o.session_id, t_start, coalesce(t_next, win.t_log_end) AS t_end, t_act, ctx_tokens,
        ctx_tokens * $bytes_per_token AS kv_bytes, t_next IS NULL AS is_last,
-       CASE WHEN t_next IS NULL THEN t_disc END AS t_disc,
-       CASE WHEN t_next IS NULL AND t_disc IS NOT NULL THEN least(t_disc, t_act + $idle_timeout)
+       dsc.t_disc,  -- last calls only (the join below matches no other)
+       CASE WHEN t_next IS NULL AND dsc.t_disc IS NOT NULL THEN least(dsc.t_disc, t_act + $idle_timeout)
             ELSE t_act + $idle_timeout END AS t_idle
-FROM o, win;
+FROM o LEFT JOIN dsc ON o.t_next IS NULL AND dsc.session_id IS NOT DISTINCT FROM o.session_id, win;

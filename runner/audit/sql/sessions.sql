@@ -20,18 +20,22 @@ b AS (
   SELECT session_id, sum((t_end - t_start) * kv_bytes) AS kv_byte_seconds,
          sum(greatest(0, t_end - greatest(t_idle, t_start)) * kv_bytes) AS idle_kv_byte_seconds
   FROM _seg GROUP BY session_id
+),
+sb AS (  -- sorted while the rows are narrow; the SELECT below only adds columns (DuckDB keeps the order)
+  SELECT s.*, context_tokens * $bytes_per_token AS kv_cache_bytes, b.kv_byte_seconds, b.idle_kv_byte_seconds
+  FROM s LEFT JOIN b USING (session_id)
+  ORDER BY kv_cache_bytes DESC, s.session_id
 )
-SELECT $audit_id AS audit_id, $run_id AS run_id, s.session_id, n_calls, input_tokens, cached_input_tokens,
+SELECT $audit_id AS audit_id, $run_id AS run_id, session_id, n_calls, input_tokens, cached_input_tokens,
        system_tokens, output_tokens,
        cached_input_tokens / nullif(input_tokens, 0) AS pcer,
        system_tokens / nullif(input_tokens, 0) AS spor,
        CASE WHEN n_no_system = n_calls THEN $spor_reason
             WHEN system_tokens IS NULL THEN format('no system-token count for {} of {} calls', n_no_system, n_calls)
             WHEN input_tokens = 0 THEN 'no input tokens' END AS spor_reason,
-       context_tokens, context_tokens * $bytes_per_token AS kv_cache_bytes,
-       first_seen, last_activity, disconnected_at, b.kv_byte_seconds, b.idle_kv_byte_seconds,
+       context_tokens, kv_cache_bytes,
+       first_seen, last_activity, disconnected_at, kv_byte_seconds, idle_kv_byte_seconds,
        system_tokens / nullif(input_tokens, 0) > $spor_max AS spor_warning,
-       context_tokens * $bytes_per_token > $kv_max_bytes AS kv_warning,
+       kv_cache_bytes > $kv_max_bytes AS kv_warning,
        CASE WHEN unpriced_calls = 0 THEN cost_usd END AS cost_usd, unpriced_calls  -- partial sums are no cost
-FROM s LEFT JOIN b USING (session_id)
-ORDER BY kv_cache_bytes DESC, s.session_id;
+FROM sb;
