@@ -99,9 +99,9 @@ def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypa
         n = real_extract(con, tok)
         cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line"
         fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
-        # every call again through the per-message statement (content.sql's second and third)
+        # every call again through the per-message statement (bloat_content_rest.sql)
         con.execute("UPDATE _content SET roles = NULL")
-        _, slow_insert, drop = statements("content")[1:]
+        slow_insert, drop = statements("bloat_content_rest")
         for stmt in (slow_insert, drop):
             con.execute(stmt[0], {"lo": 0, "hi": 1 << 40})
         seen["fast"], seen["slow"] = fast, con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
-SLICE = 100_000  # calls whose texts one statement aggregates (content, bloat_snippets, ...): what cannot spill is bounded
+SLICE = 100_000  # calls whose texts one statement aggregates (bloat_content_rest, bloat_snippets, ...): what cannot spill is bounded
 SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_tokens", "_breaks")
 
 
@@ -73,7 +73,11 @@ def extract(con, tokenizer: Tokenizer | None) -> int:
         "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
     if content_calls:
         run_sql(con, "bloat_macros")
-        _sliced(con, "content", con.execute("SELECT max(rowid) FROM _staged").fetchone()[0])
+        run_sql(con, "content")  # every plain call, in one statement
+        # the other calls, per slice, only where some are: content.sql left them NULL (not plain) or empty
+        for (lo,) in con.execute(f"""SELECT DISTINCT rid // {SLICE} * {SLICE} FROM _content
+                                     WHERE roles IS NULL OR len(roles) = 0 ORDER BY 1""").fetchall():
+            run_sql(con, "bloat_content_rest", lo=lo, hi=lo + SLICE)
         if tokenizer is not None:
             _tokenize(con, tokenizer)
     return content_calls

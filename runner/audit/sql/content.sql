@@ -8,13 +8,16 @@
 -- prompt_text itself is rebuilt only where one is needed (the break shown per session, --tokenizer).
 -- rid is the call's row in _staged, and the call's token counts come along: later steps never read
 -- _staged. Content lives in temporary tables only; the DB never stores log text beyond the short snippets
--- of the findings. Run once per slice of rids [$lo, $hi) (prompt_bloat.py).
+-- of the findings.
 --
 -- Two statements. The first takes the calls whose messages are plain: every message an object with a role
 -- (any non-null JSON value) and a string content, at most one "system" message and no "developer" one.
 -- Those need no per-message rows: each field comes out of the JSON as one list, in message order. Every
 -- other call (content blocks, parts, null or missing fields, non-object messages) goes through the second
--- statement, one row per message, where the same definitions are spelled out in full.
+-- statement (bloat_content_rest.sql), one row per message, where the same definitions are spelled out in
+-- full. The first is a streaming projection into the table, so it runs once over every call: slicing it
+-- would only scan _staged once per slice. The second aggregates per call (cannot spill), so it runs per
+-- slice of rids, and only for the slices that hold such calls (prompt_bloat.py).
 CREATE TEMP TABLE IF NOT EXISTS _content (
   rid BIGINT, source VARCHAR, line BIGINT, session_id VARCHAR, t TIMESTAMP, roles VARCHAR[], texts VARCHAR[],
   system_text VARCHAR, last_user_text VARCHAR, prompt_chars BIGINT, input_tokens BIGINT, cached_input_tokens BIGINT
@@ -29,7 +32,7 @@ WITH c AS (
               ELSE kv_nn(json_extract(content, '$.system')) END AS sys,
          CASE WHEN starts_with(content, '{"system":null,"messages":[') THEN 'ARRAY'
               ELSE json_type(content, '$.messages') END AS mtype
-  FROM _staged WHERE reason IS NULL AND content IS NOT NULL AND rowid >= $lo AND rowid < $hi
+  FROM _staged WHERE reason IS NULL AND content IS NOT NULL
 ),
 a AS (
   -- `[*]` paths skip the messages that lack the field: the lists line up with the messages only when
@@ -64,7 +67,7 @@ f AS (
 )
 -- No WHERE here: a filter would be pushed down into the JSON expressions above and evaluate them twice.
 -- The calls that are not plain come out with NULL roles, and the calls with no message and no system
--- prompt with empty ones; the statements below replace the first and drop the second.
+-- prompt with empty ones; bloat_content_rest.sql replaces the first and drops the second.
 SELECT rid, source, line, session_id, t, roles, texts,
        CASE WHEN sys_text IS NULL THEN msg_system WHEN msg_system IS NULL THEN sys_text
             ELSE sys_text || chr(10) || msg_system END AS system_text,
@@ -72,42 +75,3 @@ SELECT rid, source, line, session_id, t, roles, texts,
        length(array_to_string(roles, '')) + length(array_to_string(texts, '')) + 3 * len(roles) - 1 AS prompt_chars,
        input_tokens, cached_input_tokens
 FROM f;
-
--- Every other call of the slice, one row per message.
-INSERT INTO _content
-WITH c AS (
-  SELECT rowid AS rid, source, line, session_id, coalesce(start_time, end_time) AS t, input_tokens,
-         cached_input_tokens,
-         kv_nn(json_extract(content, '$.system')) AS sys,
-         CASE json_type(content, '$.messages')
-           WHEN 'ARRAY' THEN json_extract(content, '$.messages[*]')
-           WHEN 'VARCHAR' THEN [json_object('role', 'user', 'content', json_extract(content, '$.messages'))]
-         END AS msgs
-  FROM _staged WHERE reason IS NULL AND content IS NOT NULL AND rowid >= $lo AND rowid < $hi
-    AND rowid IN (SELECT rid FROM _content WHERE rid >= $lo AND rid < $hi AND roles IS NULL)
-),
-m AS (
-  SELECT rid, unnest(msgs) AS msg, generate_subscripts(msgs, 1) AS i FROM c WHERE msgs IS NOT NULL
-),
-parts AS (
-  SELECT rid, 0 AS i, 'system' AS role, kv_text(sys) AS text FROM c WHERE sys IS NOT NULL
-  UNION ALL
-  SELECT rid, i, coalesce(json_extract_string(msg, '$.role'), 'unknown'),
-         kv_text(coalesce(kv_nn(json_extract(msg, '$.content')), kv_nn(json_extract(msg, '$.parts'))))
-  FROM m
-),
-agg AS (
-  SELECT rid,
-         list(role ORDER BY i) AS roles,
-         list(coalesce(text, '') ORDER BY i) AS texts,
-         string_agg(text, chr(10) ORDER BY i) FILTER (WHERE role IN ('system', 'developer')) AS system_text,
-         arg_max(text, i) FILTER (WHERE role = 'user') AS last_user_text,
-         sum(length(role) + 2 + length(coalesce(text, ''))) + count(*) - 1 AS prompt_chars
-  FROM parts GROUP BY rid
-)
-SELECT c.rid, c.source, c.line, c.session_id, c.t, a.roles, a.texts, a.system_text, a.last_user_text,
-       a.prompt_chars, c.input_tokens, c.cached_input_tokens
-FROM c JOIN agg a USING (rid);
-
--- A call with no message and no system prompt has no prompt: it is not in _content.
-DELETE FROM _content WHERE rid >= $lo AND rid < $hi AND (roles IS NULL OR len(roles) = 0);

@@ -3,8 +3,13 @@
 INSERT INTO token_repeats BY NAME
 WITH s AS (
   SELECT session_id, rid, system_text,
-         trim(unnest(regexp_split_to_array(last_user_text, '[.!?](\s+|$)|\n+'))) AS sentence
-  FROM _content WHERE last_user_text IS NOT NULL
+         -- a text with none of . ! ? and no newline has nothing to split at (it is its one sentence): the
+         -- regexp runs only on the others
+         trim(unnest(CASE WHEN contains(last_user_text, '.') OR contains(last_user_text, '!')
+                            OR contains(last_user_text, '?') OR contains(last_user_text, chr(10))
+                          THEN regexp_split_to_array(last_user_text, '[.!?](\s+|$)|\n+')
+                          ELSE [last_user_text] END)) AS sentence
+  FROM _content WHERE length(last_user_text) >= $min_chars  -- a sentence is a part of the text: no shorter text has one
 ),
 f AS (
   SELECT * FROM s WHERE length(sentence) >= $min_chars
