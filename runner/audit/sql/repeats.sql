@@ -12,12 +12,16 @@ WITH s AS (
   FROM _content WHERE length(last_user_text) >= $min_chars  -- a sentence is a part of the text: no shorter text has one
 ),
 f AS (
-  SELECT * FROM s WHERE length(sentence) >= $min_chars
+  SELECT *, hash(session_id, lower(sentence)) AS h FROM s WHERE length(sentence) >= $min_chars
 ),
+-- Most sentences are sent once: a group of one row cannot make 2 turns. Different hashes are certainly
+-- different groups, so a hash seen once marks such a sentence and the string grouping below sees only the
+-- rest (equal hashes are only a candidate: the grouping compares the strings).
+m AS (SELECT h FROM f GROUP BY h HAVING count(*) >= 2),
 g AS (
   SELECT session_id, min(sentence) AS instruction, count(DISTINCT rid) AS n_turns,
          coalesce(bool_or(contains(lower(system_text), lower(sentence))), false) AS also_in_system
-  FROM f GROUP BY session_id, lower(sentence)
+  FROM f WHERE h IN (SELECT h FROM m) GROUP BY session_id, lower(sentence)
   HAVING count(DISTINCT rid) >= 2
 )
 SELECT $audit_id AS audit_id, $run_id AS run_id, session_id, instruction, n_turns, also_in_system,
