@@ -13,7 +13,9 @@ from __future__ import annotations
 from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
-SLICE = 100_000  # calls whose texts one statement aggregates (bloat_content_rest, bloat_snippets, ...): what cannot spill is bounded
+# Calls whose texts one statement aggregates (bloat_content_rest, bloat_snippets, ...): per-call text
+# aggregation cannot spill, so a slice bounds it.
+SLICE = 100_000
 SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_tokens", "_breaks")
 
 
@@ -45,7 +47,7 @@ def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
 _PAGE = """
 WITH page AS (SELECT rid, roles, texts FROM _content WHERE rid > ? ORDER BY rid LIMIT ?),
 parts AS (SELECT rid, unnest(roles) AS role, unnest(texts) AS text, generate_subscripts(roles, 1) AS i FROM page)
-SELECT rid, string_agg(role || ': ' || text, chr(10) ORDER BY i) AS prompt_text FROM parts GROUP BY rid ORDER BY rid
+SELECT rid, kv_prompt_text(role, text, i) AS prompt_text FROM parts GROUP BY rid ORDER BY rid
 """
 
 
@@ -85,11 +87,10 @@ def extract(con, tokenizer: Tokenizer | None) -> int:
 
 def analyse(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, min_repeat_chars: int,
             max_repeat_rows: int) -> str | None:
-    """token_bloat and token_repeats (temp tables) from _content; returns why achievable figures are
-    missing, or None."""
+    """token_bloat and token_repeats (temp tables) from _content (and the macros `extract` defined);
+    returns why achievable figures are missing, or None."""
     if not content_calls:
         return "no message content in the log (request messages are needed for prompt-bloat analysis)"
-    run_sql(con, "bloat_macros")
     last = con.execute("SELECT max(rid) FROM _content").fetchone()[0]
     run_sql(con, "pairs")  # lcp_chars, but for the searches that ran past a message's line:
     if con.execute("SELECT count(*) FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL").fetchone()[0]:

@@ -11,7 +11,7 @@ UPDATE _pairs SET lcp_chars = f.lcp FROM (
     WHERE rid IN (SELECT rid FROM x UNION ALL SELECT prev_rid FROM x)
   ),
   txt AS (
-    SELECT rid, string_agg(role || ': ' || text, chr(10) ORDER BY i) AS prompt_text FROM parts GROUP BY rid
+    SELECT rid, kv_prompt_text(role, text, i) AS prompt_text FROM parts GROUP BY rid
   ),
   f0 AS (
     SELECT x.rid, pa.prompt_text AS a, pb.prompt_text AS b, kv_lcp_start(x.lcp_known, x.hi) AS s

@@ -21,3 +21,8 @@ CREATE OR REPLACE TEMP MACRO kv_lcp_step2(a, b, c, d, s) AS
 
 -- A search not yet started: nothing known equal, at most hi.
 CREATE OR REPLACE TEMP MACRO kv_lcp_start(lo, hi) AS {'lo': CAST(lo AS BIGINT), 'hi': CAST(hi AS BIGINT)};
+
+-- A call's prompt as text, from its message rows (role, text, position i): every message as "role: text",
+-- joined by newlines, in order. The one definition of prompt_text: lcp_chars, prompt_chars (content.sql)
+-- and the break snippets all measure this string. An aggregate: GROUP BY the call.
+CREATE OR REPLACE TEMP MACRO kv_prompt_text(role, text, i) AS string_agg(role || ': ' || text, chr(10) ORDER BY i);

@@ -8,7 +8,7 @@ UPDATE _breaks SET where_ = x.where_, ctx = x.ctx, prev = x.prev, next = x.next 
     WHERE rid IN (SELECT rid FROM b UNION ALL SELECT prev_rid FROM b)
   ),
   txt AS (
-    SELECT rid, string_agg(role || ': ' || text, chr(10) ORDER BY i) AS prompt_text FROM parts GROUP BY rid
+    SELECT rid, kv_prompt_text(role, text, i) AS prompt_text FROM parts GROUP BY rid
   )
   SELECT b.rid,
          -- where the first differing character falls: inside the system prompt's text, or after it
