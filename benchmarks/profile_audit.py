@@ -1,0 +1,60 @@
+"""Where a `kvreport audit` spends its time: seconds per SQL file (runner/audit/sql/) and for the final
+write of the calls (`persist`), then the whole process's wall time and peak RSS.
+
+    python benchmarks/profile_audit.py LOG [kvreport audit options...] --db /tmp/profile.duckdb
+
+It runs the real command in this process, with each module's `run_sql` wrapped by a timer (the SQL
+files are the audit's steps, so their times add up to nearly all of it). Steps run once per slice are
+summed. Use a DB path that does not exist yet, or the audit adds to it.
+"""
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections import defaultdict
+
+T0 = time.perf_counter()
+
+
+def main() -> None:
+    from kvreport.runner.audit import cost, engine, ingest, prompt_bloat, sqlfiles
+    from kvreport.runner.cli import main as cli
+
+    seconds: dict[str, float] = defaultdict(float)
+    run_sql, persist = sqlfiles.run_sql, engine.persist
+
+    def timed_sql(con, name, **params):
+        t = time.perf_counter()
+        try:
+            return run_sql(con, name, **params)
+        finally:
+            seconds[name] += time.perf_counter() - t
+
+    def timed_persist(con, result):
+        t = time.perf_counter()
+        try:
+            persist(con, result)
+        finally:
+            seconds["(persist: write the calls and tables)"] += time.perf_counter() - t
+
+    for module in (engine, ingest, cost, prompt_bloat):  # each imported run_sql by name
+        module.run_sql = timed_sql
+    engine.persist = timed_persist
+    sys.argv = ["kvreport", "audit", *sys.argv[1:]]
+    try:
+        cli()
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    wall = time.perf_counter() - T0
+    print(f"\nwhole process {wall:.2f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB; "
+          f"steps below {sum(seconds.values()):.2f} s, the rest (start-up, store, detection, output) "
+          f"{wall - sum(seconds.values()):.2f} s")
+    for name, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
+        if s >= 0.005:
+            print(f"  {s:6.2f} s  {name}")
+
+
+if __name__ == "__main__":
+    main()
