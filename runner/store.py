@@ -32,6 +32,8 @@ from .errors import UserError
 RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 EXPERIMENT_STATUSES = ("ok", "skipped", "failed")
 _STEP_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+# Tables read through a view (schema step 006: the token_calls view joins them): exports give the view.
+STORAGE_ONLY = ("token_call_rows", "token_call_labels")
 
 
 class StoreError(UserError):
@@ -88,10 +90,11 @@ def apply_steps(con, from_version: int) -> int:
 
 
 def table_columns(con) -> dict[str, list[str]]:
-    """table -> its columns, for the DB file's own tables (not TEMP ones, not attached files)."""
-    rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                       "WHERE table_schema = 'main' AND table_catalog = current_database() "
-                       "ORDER BY table_name, ordinal_position").fetchall()
+    """table -> its columns, for the DB file's own tables (not views, not TEMP ones, not attached files)."""
+    rows = con.execute("SELECT c.table_name, c.column_name FROM information_schema.columns c "
+                       "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
+                       "WHERE c.table_schema = 'main' AND c.table_catalog = current_database() "
+                       "AND t.table_type = 'BASE TABLE' ORDER BY c.table_name, c.ordinal_position").fetchall()
     out: dict[str, list[str]] = {}
     for t, c in rows:
         out.setdefault(t, []).append(c)
@@ -236,8 +239,14 @@ class Store:
     def tables(self) -> list[str]:
         return sorted(self._existing_tables())
 
+    def data_tables(self) -> list[str]:
+        """What a reader of the results sees: every table and view but the schema's own bookkeeping and
+        the tables a view reads for them."""
+        return [t for t in self.tables() if t not in ("kvreport_meta", *STORAGE_ONLY)]
+
     def export_tables(self, out: Path, fmt: str = "csv") -> list[Path]:
-        """Every data table as out/<table>.<fmt>, rows in a stable order (the same DB gives the same bytes)."""
+        """Every data table (and view) as out/<table>.<fmt>, rows in a stable order (the same DB gives the
+        same bytes)."""
         if fmt not in ("csv", "parquet"):
             raise UserError(f"--format {fmt}: expected csv or parquet")
         out = Path(out)
@@ -249,9 +258,7 @@ class Store:
             raise UserError(f"{out}: cannot create output folder ({exc.strerror})") from None
         opts = "(HEADER, DELIMITER ',')" if fmt == "csv" else "(FORMAT PARQUET)"
         written = []
-        for table in self.tables():
-            if table == "kvreport_meta":
-                continue
+        for table in self.data_tables():
             path = out / f"{table}.{fmt}"
             # COPY cannot take a bound parameter for its target, so the path is quoted here; table names
             # come from the schema files, not from users.

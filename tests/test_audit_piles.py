@@ -181,3 +181,37 @@ def test_spilled_tables_survive_until_they_are_stored(tmp_path):
                         FROM range(300000) t(i)) TO '{log}' (FORMAT JSON)""")
     s = execute([log], db=tmp_path / "k.duckdb", memory_limit="80MB", echo=lambda *_: None)
     assert s["n_calls"] == 300000
+
+
+def test_calls_are_stored_narrow_with_their_labels(tmp_path, monkeypatch):
+    """token_calls (a view since schema step 006) gives every call its file, format, provider, models and price
+    source from token_call_labels; the same calls come back whether each finds its label by hash or, after a
+    hash collision, by comparing the strings."""
+    from kvreport.runner.audit import engine
+
+    logs = [FIX / "openai.jsonl", FIX / "anthropic.jsonl", FIX / "litellm.jsonl", FIX / "otel.jsonl"]
+    execute(logs, db=tmp_path / "hash.duckdb", echo=lambda *_: None)
+    con = duckdb.connect(str(tmp_path / "hash.duckdb"), read_only=True)
+    labels = con.execute("SELECT source, format, provider_name, request_model, response_model FROM token_call_labels "
+                         "ORDER BY label_id").fetchall()
+    calls = con.execute("SELECT * EXCLUDE (audit_id) FROM token_calls ORDER BY source, line").fetchall()
+    n_rows = con.execute("SELECT count(*) FROM token_call_rows").fetchone()[0]
+    con.close()
+    assert len({r[0] for r in labels}) == len(logs) and len({r[3:] for r in labels}) > 1 and len(labels) < n_rows
+    assert len(calls) == n_rows and all(c[1] is not None and c[3] for c in calls)  # every call has its source, format
+
+    monkeypatch.setattr(engine, "labels_hash_apart", lambda con: False)
+    execute(logs, db=tmp_path / "strings.duckdb", echo=lambda *_: None)
+    con = duckdb.connect(str(tmp_path / "strings.duckdb"), read_only=True)
+    assert con.execute("SELECT * EXCLUDE (audit_id) FROM token_calls ORDER BY source, line").fetchall() == calls
+    con.close()
+
+
+def test_labels_that_share_a_hash_are_found_by_their_strings(tmp_path):
+    from kvreport.runner.audit.engine import labels_hash_apart
+
+    con = duckdb.connect()
+    con.execute("CREATE TEMP TABLE _call_labels AS SELECT * FROM (VALUES (1, 7::UBIGINT, 'a'), (2, 8, 'b')) t(label_id, label_hash, source)")
+    assert labels_hash_apart(con)
+    con.execute("UPDATE _call_labels SET label_hash = 7")
+    assert not labels_hash_apart(con)

@@ -174,17 +174,19 @@ def test_merge_renames_a_colliding_standalone_audit(tmp_path):
         with Store(path) as s:
             s.con.execute("INSERT INTO audits (audit_id, run_id, created_at, sources, n_calls) "
                           "VALUES ('audit-1', NULL, ?, 'x.jsonl', 1)", [created])
-            s.con.execute("INSERT INTO token_calls (audit_id, run_id, source, line, session_id) "
-                          "VALUES ('audit-1', NULL, 'x.jsonl', 1, ?)", [created])
+            s.con.execute("INSERT INTO token_call_labels (audit_id, run_id, label_id, source) "
+                          "VALUES ('audit-1', NULL, 1, 'x.jsonl')")
+            s.con.execute("INSERT INTO token_call_rows (audit_id, run_id, label_id, line, session_id) "
+                          "VALUES ('audit-1', NULL, 1, 1, ?)", [created])
 
     a, b, out = tmp_path / "a.duckdb", tmp_path / "b.duckdb", tmp_path / "out.duckdb"
     audit_db(a, "2026-01-01 00:00:00")
     audit_db(b, "2026-02-01 00:00:00")
     merge([a, b], out)
     with Store(out, read_only=True) as s:
-        rows = s.query("SELECT audit_id, session_id FROM token_calls ORDER BY audit_id")
-        assert [(r["audit_id"], r["session_id"]) for r in rows] == [
-            ("audit-1", "2026-01-01 00:00:00"), ("audit-2", "2026-02-01 00:00:00")]
+        rows = s.query("SELECT audit_id, session_id, source FROM token_calls ORDER BY audit_id")
+        assert [(r["audit_id"], r["session_id"], r["source"]) for r in rows] == [
+            ("audit-1", "2026-01-01 00:00:00", "x.jsonl"), ("audit-2", "2026-02-01 00:00:00", "x.jsonl")]
 
 
 def test_merge_refuses_a_bad_input_before_writing(tmp_path):
@@ -195,3 +197,37 @@ def test_merge_refuses_a_bad_input_before_writing(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2 and "bad.duckdb" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_did(tmp_path, monkeypatch):
+    """A schema-5 file's calls move into token_call_rows + token_call_labels; token_calls (now a view) gives
+    back the same rows, columns and order of columns."""
+    from kvreport.runner import store as store_mod
+
+    db = tmp_path / "v5.duckdb"
+    real = store_mod.schema_steps()
+    monkeypatch.setattr(store_mod, "schema_steps", lambda: [st for st in real if st.version <= 5])
+    with Store(db) as s:
+        cols = table_columns(s.con)["token_calls"]
+        rows = []
+        for i in range(12):  # three audits; labels that differ in one string or in a NULL only
+            rows.append({"audit_id": f"audit-{i % 3}", "run_id": None if i % 3 else 7, "source": f"f{i % 2}.jsonl",
+                         "line": i + 1, "format": "openai", "session_id": f"s{i % 4}",
+                         "provider_name": "openai", "request_model": None if i % 4 == 1 else "m",
+                         "response_model": "m-1", "input_tokens": 100 + i, "cached_input_tokens": i,
+                         "output_tokens": 5, "system_tokens_source": "explicit" if i % 5 == 0 else None,
+                         "cost_usd": 0.001 * i, "price_source": "p"})
+        s._insert("token_calls", rows)
+        before = s.con.execute("SELECT * FROM token_calls ORDER BY ALL").fetchall()
+    monkeypatch.undo()
+    with Store(db) as s:
+        assert s.schema_version() == SCHEMA_VERSION
+        assert [d[0] for d in s.con.execute("SELECT * FROM token_calls LIMIT 0").description] == cols
+        assert s.con.execute("SELECT * FROM token_calls ORDER BY ALL").fetchall() == before
+        labels = s.query("SELECT audit_id, list(label_id ORDER BY label_id) AS ids FROM token_call_labels "
+                         "GROUP BY audit_id ORDER BY audit_id")
+        assert all(r["ids"] == list(range(1, len(r["ids"]) + 1)) for r in labels)
+        n_distinct = s.con.execute("SELECT count(*) FROM (SELECT DISTINCT * EXCLUDE (line, session_id, input_tokens, "
+                                   "cached_input_tokens, output_tokens, cost_usd) FROM token_calls)").fetchone()[0]
+        assert sum(len(r["ids"]) for r in labels) == n_distinct < len(before)
+        assert "token_calls" not in table_columns(s.con)  # a view: merge copies the two tables, not it

@@ -328,9 +328,14 @@ def test_compare_page_lists_every_run_with_metrics(built_site, fixture_db):
 def test_data_page_links_db_and_every_table_as_csv_and_parquet(built_site, fixture_db):
     import duckdb
 
+    from kvreport.runner.store import STORAGE_ONLY
+
     con = duckdb.connect(str(fixture_db), read_only=True)
-    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name <> "
-                                        "'kvreport_meta' ORDER BY 1").fetchall()]
+    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name <> 'kvreport_meta' "
+                                        "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                                        "ORDER BY 1").fetchall()]
+    assert "token_calls" in tables and set(STORAGE_ONLY) <= set(tables)
+    tables = [t for t in tables if t not in STORAGE_ONLY]  # the token_calls view stands for them
     counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     con.close()
     doc = Doc((built_site / "data.html").read_text(encoding="utf-8"))

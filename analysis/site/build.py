@@ -28,7 +28,7 @@ def build_site(db: Path, out: Path) -> list[str]:
     with current_db(db) as path:
         with Store(path, read_only=True) as store:
             run_ids = [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY run_id")]
-            tables = [t for t in store.tables() if t != "kvreport_meta"]
+            tables = store.data_tables()
             schema = store.schema_version()
         if not run_ids:
             raise BuildError(f"{db}: the DB holds no runs yet; run `kvreport run --db {db}` first")

@@ -23,11 +23,22 @@ from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
-_SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg")
+_SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg", "_call_labels")
 # The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
-TABLES = ("audits", "token_calls", "token_rejects", "token_audit", "token_leakage", "token_ttl_sweep",
-          "token_bloat", "token_repeats", "token_prices")
-_VIEWS = ("token_calls", "token_rejects")  # views over _staged (sql/move.sql), not copies
+TABLES = ("audits", "token_call_labels", "token_call_rows", "token_rejects", "token_audit", "token_leakage",
+          "token_ttl_sweep", "token_bloat", "token_repeats", "token_prices")
+# Views over _staged, not copies: this audit's calls and rejects (sql/move.sql), the calls with their costs and
+# label (sql/call_labels.sql).
+_VIEWS = ("token_calls", "token_rejects", "_calls_labelled")
+# Written from those views when the audit is stored, so they have no TEMP twins (the DB's token_calls view
+# reads the first two, and a TEMP table of the same name would shadow the DB's own).
+_FROM_VIEWS = ("token_call_labels", "token_call_rows", "token_rejects")
+# token_call_rows' own columns (the rest of token_calls is its label's): runner/schema/006_narrow_calls.sql.
+_ROW_COLUMNS = ("line", "session_id", "start_time", "end_time", "disconnected_at", "input_tokens",
+                "cached_input_tokens", "cache_creation_input_tokens", "output_tokens", "system_tokens",
+                "input_cost_usd", "cache_read_cost_usd", "cache_write_cost_usd", "output_cost_usd", "cost_usd")
+_LABEL_COLUMNS = ("source", "format", "provider_name", "request_model", "response_model", "system_tokens_source",
+                  "price_source", "price_snapshot_date")
 
 
 class NothingValid(UserError):
@@ -75,6 +86,7 @@ class AuditResult:
     summary: dict                   # the audits row
     sources: list[Source]
     rejects: list[dict] = field(default_factory=list)  # the first few, for the command's output
+    labels_by_hash: bool = True     # False: two labels share a label_hash, so calls find theirs by its strings
 
 
 def _setup(con, tmpdir: str, opts: AuditOptions) -> None:
@@ -86,7 +98,7 @@ def _setup(con, tmpdir: str, opts: AuditOptions) -> None:
         con.execute(f"SET threads = {int(opts.threads)}")
     catalog = _catalog(con)
     for name in TABLES:  # the audit works in TEMP twins of the DB's own tables (same columns, no rows)
-        if name not in _VIEWS:
+        if name not in _FROM_VIEWS:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {catalog}.main.{name} LIMIT 0")
     run_sql(con, "macros")
     run_sql(con, "parse_try" if _has_try(con) else "parse_valid")
@@ -117,7 +129,7 @@ def cleanup(con) -> None:
     prompt_bloat.cleanup(con)
     for name in _VIEWS:
         con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
-    for name in [t for t in TABLES if t not in _VIEWS] + list(_SCRATCH):
+    for name in [t for t in TABLES if t not in _FROM_VIEWS] + list(_SCRATCH):
         con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
 
 
@@ -189,21 +201,40 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
                 duration_s=time.perf_counter() - started,
                 session_keys=" | ".join(opts.keys.session) or None, time_keys=" | ".join(opts.keys.time) or None)
         cost.price_calls(con, **ids, gpu_hour_price=opts.gpu_hour_price)
+        run_sql(con, "call_labels")
         cur = con.execute("SELECT * FROM temp.main.audits")
         summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
-        return AuditResult(audit_id, summary, sources, rejects)
+        return AuditResult(audit_id, summary, sources, rejects, labels_by_hash=labels_hash_apart(con))
     finally:
         if not opts.workdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def _select(name: str) -> tuple[str, list]:
-    """SELECT of one audit table; the two views get the audit's ids (filled in by the caller)."""
-    if name in _VIEWS:
-        src = "_calls_priced" if name == "token_calls" else name  # the calls with their costs (cost.py)
-        return (f"SELECT * REPLACE (CAST(? AS VARCHAR) AS audit_id, CAST(? AS INTEGER) AS run_id) "
-                f"FROM temp.main.{src}"), ["audit_id", "run_id"]
-    return f"SELECT * FROM temp.main.{name}", []
+def labels_hash_apart(con) -> bool:
+    """True when no two of this audit's call labels share a label_hash (so a call finds its label by it)."""
+    labels, hashes = con.execute("SELECT count(*), count(DISTINCT label_hash) FROM _call_labels").fetchone()
+    return labels == hashes
+
+
+def _select(name: str, result: AuditResult, ordered: bool = False) -> str:
+    """SELECT of one audit table, with the audit's ids as the parameters $audit_id and $run_id. `ordered`:
+    the calls in file order too (a big audit writes them in any order, each with its line)."""
+    ids = "CAST($audit_id AS VARCHAR) AS audit_id, CAST($run_id AS INTEGER) AS run_id"
+    if name == "token_call_labels":
+        return f"SELECT {ids}, label_id, {', '.join(_LABEL_COLUMNS)} FROM _call_labels ORDER BY label_id"
+    if name == "token_call_rows":
+        on = ("l.label_hash = c.label_hash" if result.labels_by_hash else
+              " AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in _LABEL_COLUMNS))
+        return (f"SELECT {ids}, l.label_id, {', '.join('c.' + c for c in _ROW_COLUMNS)} "
+                f"FROM _calls_labelled c JOIN _call_labels l ON {on}"
+                + (" ORDER BY l.source, c.line" if ordered else ""))
+    if name == "token_rejects":
+        return f"SELECT * REPLACE ({ids}) FROM temp.main.token_rejects"
+    return f"SELECT * FROM temp.main.{name}"
+
+
+def _params(sql: str, ids: dict) -> dict | None:
+    return {k: v for k, v in ids.items() if f"${k}" in sql} or None
 
 
 def persist(con, result: AuditResult) -> None:
@@ -213,12 +244,12 @@ def persist(con, result: AuditResult) -> None:
     con.execute("BEGIN TRANSACTION")
     try:
         for name in TABLES:
-            sql, params = _select(name)
+            sql = _select(name, result)
             # The calls are the one big table, and each carries its line: written in parallel, in any
             # order (preserving the order costs a third of the time and memory). The other tables keep
             # the order their SQL gave them.
-            con.execute(f"SET preserve_insertion_order = {'false' if name == 'token_calls' else 'true'}")
-            con.execute(f"INSERT INTO {catalog}.main.{name} BY NAME {sql}", [ids[p] for p in params])
+            con.execute(f"SET preserve_insertion_order = {'false' if name == 'token_call_rows' else 'true'}")
+            con.execute(f"INSERT INTO {catalog}.main.{name} BY NAME {sql}", _params(sql, ids))
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -232,8 +263,8 @@ def fetch(con, result: AuditResult) -> dict[str, list[dict]]:
     ids = {"audit_id": result.audit_id, "run_id": result.summary["run_id"]}
     out = {}
     for name in TABLES:
-        sql, params = _select(name)
-        cur = con.execute(sql, [ids[p] for p in params])
+        sql = _select(name, result, ordered=True)
+        cur = con.execute(sql, _params(sql, ids))
         cols = [d[0] for d in cur.description]
         out[name] = [dict(zip(cols, row)) for row in cur.fetchall()]
     return out

@@ -140,10 +140,10 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
                 result = run_audit(con, paths, opts, audit_id=audit_id, run_id=None, model=model,
                                    pricing=pricing, memory=memory, tokenizer=tok, strict=strict)
                 persist(con, result)
+                unnamed = con.execute("SELECT count(*) FROM temp.main.token_calls "  # this audit's, still in temp
+                                      "WHERE starts_with(session_id, '(no session) ')").fetchone()[0]
             finally:
                 cleanup(con)
-            unnamed = con.execute("SELECT count(*) FROM token_calls WHERE audit_id = ? AND starts_with(session_id, "
-                                  "'(no session) ')", [audit_id]).fetchone()[0]
     except BaseException:
         if created:  # a failed audit leaves no trace, not even an empty DB file
             for leftover in (Path(db), Path(str(db) + ".wal")):

@@ -77,8 +77,10 @@ CREATE OR REPLACE TEMP MACRO kv_ts_number(x) AS
        ELSE make_timestamp(CAST(x / 1e3 AS BIGINT)) END;
 
 -- ISO-8601 text (offsets converted to UTC); NULL for text that is not a finite time ('infinity').
+-- The UTC time is rebuilt from the epoch microseconds: what a cast to TIMESTAMP gives under TimeZone UTC,
+-- without the cast's per-value time-zone lookup (a third of the time of the ingest's value conversions).
 CREATE OR REPLACE TEMP MACRO kv_ts_text(s) AS
-  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) THEN CAST(TRY_CAST(s AS TIMESTAMPTZ) AS TIMESTAMP) END;
+  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) THEN make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ))) END;
 
 -- A time from JSON: ISO-8601 text, or a Unix time (number or digit string).
 CREATE OR REPLACE TEMP MACRO kv_ts(v) AS
