@@ -5,17 +5,23 @@
 -- most hi long; a step halves hi - lo, and a settled search (lo = hi) passes through untouched. The steps
 -- are chained as plain projections (pairs.sql), not a recursive CTE: no join, nothing held, so any number
 -- of pairs streams through. 32 steps settle any length DuckDB can hold (a string is under 4 GiB).
+-- A step tests the prefix up to the midpoint m as: element m equal, then the part not yet known equal
+-- (lo + 1 to m - 1). The single elements come first because they are cheap and most often settle it (a
+-- difference anywhere before m can only be checked on the slice); the slice then covers only the new part:
+-- the first lo are known equal. (Element and one-element slice agree on strings: both count characters.)
 CREATE OR REPLACE TEMP MACRO kv_lcp_step(a, b, s) AS
   CASE WHEN s.lo >= s.hi THEN s
-       WHEN a[1:(s.lo + s.hi + 1) // 2] = b[1:(s.lo + s.hi + 1) // 2]
+       WHEN a[(s.lo + s.hi + 1) // 2] = b[(s.lo + s.hi + 1) // 2]
+            AND a[s.lo + 1:(s.lo + s.hi + 1) // 2 - 1] = b[s.lo + 1:(s.lo + s.hi + 1) // 2 - 1]
          THEN {'lo': (s.lo + s.hi + 1) // 2, 'hi': s.hi}
        ELSE {'lo': s.lo, 'hi': (s.lo + s.hi + 1) // 2 - 1} END;
 
 -- The same over two lists in step (a call's roles and texts): the first lo messages agree.
 CREATE OR REPLACE TEMP MACRO kv_lcp_step2(a, b, c, d, s) AS
   CASE WHEN s.lo >= s.hi THEN s
-       WHEN a[1:(s.lo + s.hi + 1) // 2] = b[1:(s.lo + s.hi + 1) // 2]
-            AND c[1:(s.lo + s.hi + 1) // 2] = d[1:(s.lo + s.hi + 1) // 2]
+       WHEN c[(s.lo + s.hi + 1) // 2] = d[(s.lo + s.hi + 1) // 2] AND a[(s.lo + s.hi + 1) // 2] = b[(s.lo + s.hi + 1) // 2]
+            AND c[s.lo + 1:(s.lo + s.hi + 1) // 2 - 1] = d[s.lo + 1:(s.lo + s.hi + 1) // 2 - 1]
+            AND a[s.lo + 1:(s.lo + s.hi + 1) // 2 - 1] = b[s.lo + 1:(s.lo + s.hi + 1) // 2 - 1]
          THEN {'lo': (s.lo + s.hi + 1) // 2, 'hi': s.hi}
        ELSE {'lo': s.lo, 'hi': (s.lo + s.hi + 1) // 2 - 1} END;
 

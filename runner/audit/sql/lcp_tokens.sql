@@ -9,7 +9,8 @@ WITH q AS (
 ),
 t0 AS (
   SELECT rid, a, b,
-         CASE WHEN a[1:n] = b[1:n] THEN kv_lcp_start(n, n) ELSE kv_lcp_start(0, n - 1) END AS s
+         -- the last common id first: lists that differ early mostly differ there too, and are not sliced
+         CASE WHEN (n = 0 OR a[n] = b[n]) AND a[1:n] = b[1:n] THEN kv_lcp_start(n, n) ELSE kv_lcp_start(0, n - 1) END AS s
   FROM q
 ),
 t1 AS (SELECT * REPLACE (kv_lcp_step(a, b, s) AS s) FROM t0),

@@ -23,9 +23,13 @@ WITH w AS (
 ),
 m0 AS (
   SELECT *, least(len(roles), len(prev_roles)) AS n,
+         -- the last message they have in common first: a prompt that differs early mostly differs there too,
+         -- and then no message list is sliced
          CASE WHEN prev_rid IS NULL THEN kv_lcp_start(0, 0)
-              WHEN roles[1:least(len(roles), len(prev_roles))] = prev_roles[1:least(len(roles), len(prev_roles))]
+              WHEN texts[least(len(roles), len(prev_roles))] = prev_texts[least(len(roles), len(prev_roles))]
+               AND roles[least(len(roles), len(prev_roles))] = prev_roles[least(len(roles), len(prev_roles))]
                AND texts[1:least(len(roles), len(prev_roles))] = prev_texts[1:least(len(roles), len(prev_roles))]
+               AND roles[1:least(len(roles), len(prev_roles))] = prev_roles[1:least(len(roles), len(prev_roles))]
                 THEN kv_lcp_start(least(len(roles), len(prev_roles)), least(len(roles), len(prev_roles)))
               ELSE kv_lcp_start(0, least(len(roles), len(prev_roles)) - 1) END AS s
   FROM w
@@ -71,7 +75,11 @@ c0 AS (
     SELECT *,
            CASE WHEN differs THEN prev_roles[k] || ': ' || prev_texts[k] || CASE WHEN k < len(prev_roles) THEN chr(10) ELSE '' END END AS a,
            CASE WHEN differs THEN roles[k] || ': ' || texts[k] || CASE WHEN k < len(roles) THEN chr(10) ELSE '' END END AS b,
-           CASE WHEN k = 1 THEN 0
+           -- where message k's line starts (only a differing pair uses it); a prompt most often breaks in its
+           -- first message (the system prompt) or right after it, where no list needs slicing and joining
+           CASE WHEN NOT differs THEN NULL
+                WHEN k = 1 THEN 0
+                WHEN k = 2 THEN length(roles[1]) + length(texts[1]) + 3
                 ELSE length(array_to_string(roles[1:k - 1], '')) + length(array_to_string(texts[1:k - 1], '')) + 3 * (k - 1)
            END AS off
     FROM k
