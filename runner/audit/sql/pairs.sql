@@ -24,14 +24,17 @@ WITH w AS (
 m0 AS (
   SELECT *, least(len(roles), len(prev_roles)) AS n,
          -- the last message they have in common first: a prompt that differs early mostly differs there too,
-         -- and then no message list is sliced
+         -- and then no message list is sliced. Otherwise the first message (the system prompt) settles the
+         -- search when it differs, and starts it one message in when not.
          CASE WHEN prev_rid IS NULL THEN kv_lcp_start(0, 0)
               WHEN texts[least(len(roles), len(prev_roles))] = prev_texts[least(len(roles), len(prev_roles))]
                AND roles[least(len(roles), len(prev_roles))] = prev_roles[least(len(roles), len(prev_roles))]
                AND texts[1:least(len(roles), len(prev_roles))] = prev_texts[1:least(len(roles), len(prev_roles))]
                AND roles[1:least(len(roles), len(prev_roles))] = prev_roles[1:least(len(roles), len(prev_roles))]
                 THEN kv_lcp_start(least(len(roles), len(prev_roles)), least(len(roles), len(prev_roles)))
-              ELSE kv_lcp_start(0, least(len(roles), len(prev_roles)) - 1) END AS s
+              WHEN texts[1] = prev_texts[1] AND roles[1] = prev_roles[1]
+                THEN kv_lcp_start(1, least(len(roles), len(prev_roles)) - 1)
+              ELSE kv_lcp_start(0, 0) END AS s
   FROM w
 ),
 m1 AS (SELECT * REPLACE (kv_lcp_step2(roles, prev_roles, texts, prev_texts, s) AS s) FROM m0),
@@ -70,7 +73,9 @@ k AS (
   SELECT * EXCLUDE (s), s.lo + 1 AS k, prev_rid IS NOT NULL AND s.lo < n AS differs FROM m32
 ),
 c0 AS (
-  SELECT *, kv_lcp_start(0, coalesce(least(length(a), length(b)), 0)) AS s
+  -- lines of the same role agree at least over "role: "
+  SELECT *, kv_lcp_start(CASE WHEN differs AND roles[k] = prev_roles[k] THEN length(roles[k]) + 2 ELSE 0 END,
+                         coalesce(least(length(a), length(b)), 0)) AS s
   FROM (
     SELECT *,
            CASE WHEN differs THEN prev_roles[k] || ': ' || prev_texts[k] || CASE WHEN k < len(prev_roles) THEN chr(10) ELSE '' END END AS a,
@@ -117,7 +122,8 @@ c29 AS (SELECT * REPLACE (kv_lcp_step(a, b, s) AS s) FROM c28),
 c30 AS (SELECT * REPLACE (kv_lcp_step(a, b, s) AS s) FROM c29),
 c31 AS (SELECT * REPLACE (kv_lcp_step(a, b, s) AS s) FROM c30),
 c32 AS (SELECT * REPLACE (kv_lcp_step(a, b, s) AS s) FROM c31),
-SELECT rid, session_id, source, line, t, pos, prompt_chars, input_tokens, cached_input_tokens, prev_rid, prev_chars,
+-- what the later steps read (bloat_breaks, bloat, lcp_tokens, bloat_lcp_rest): t and source only order the window
+SELECT rid, session_id, line, pos, prompt_chars, input_tokens, cached_input_tokens, prev_rid, prev_chars,
        CASE WHEN prev_rid IS NULL THEN NULL
             WHEN NOT differs THEN least(prompt_chars, prev_chars)
             WHEN s.lo < least(length(a), length(b))
