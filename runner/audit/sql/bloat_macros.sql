@@ -31,4 +31,8 @@ CREATE OR REPLACE TEMP MACRO kv_lcp_start(lo, hi) AS {'lo': CAST(lo AS BIGINT), 
 -- A call's prompt as text, from its message rows (role, text, position i): every message as "role: text",
 -- joined by newlines, in order. The one definition of prompt_text: lcp_chars, prompt_chars (content.sql)
 -- and the break snippets all measure this string. An aggregate: GROUP BY the call.
-CREATE OR REPLACE TEMP MACRO kv_prompt_text(role, text, i) AS string_agg(role || ': ' || text, chr(10) ORDER BY i);
+-- The lines are collected unordered and put in order by their positions afterwards (an aggregate with its
+-- own ORDER BY sorts every group's rows apart, a third of the cost): two list() of one GROUP BY take the
+-- rows in the same order, so the positions' order is the lines' order.
+CREATE OR REPLACE TEMP MACRO kv_prompt_text(role, text, i) AS
+  array_to_string(list_select(list(role || ': ' || text), list_grade_up(list(i))), chr(10));
