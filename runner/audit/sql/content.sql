@@ -51,7 +51,8 @@ a AS (
 plain AS (
   SELECT *,
          len(r) = n AND list_aggregate(r, 'count') = n AND len(xt) = n
-         AND (n = 0 OR list_distinct(xt) = ['VARCHAR'])
+         -- every content a string: the least and the greatest type both VARCHAR (half the cost of list_distinct)
+         AND (n = 0 OR (list_aggregate(xt, 'min') = 'VARCHAR' AND list_aggregate(xt, 'max') = 'VARCHAR'))
          AND list_position(r, 'developer') IS NULL
          AND (list_position(r, 'system') IS NULL
               OR list_position(r, 'system') + list_position(list_reverse(r), 'system') = n + 1) AS plain
