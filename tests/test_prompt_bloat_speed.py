@@ -127,3 +127,60 @@ def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypa
     for rid, prev, lcp, chars, prev_chars in pairs:
         assert chars == len(texts[rid]) and prev_chars == len(texts[prev])
         assert lcp == _lcp(texts[prev], texts[rid]), (texts[prev], texts[rid])
+
+
+def _con(threads: int):
+    import duckdb
+
+    from kvreport.runner.audit.sqlfiles import run_sql
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    run_sql(con, "macros")
+    run_sql(con, "bloat_macros")
+    return con
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_prompt_text_keeps_message_order(threads):
+    """kv_prompt_text collects the lines unordered and orders them by position afterwards: the order holds for
+    prompts of thousands of messages, whose rows span many chunks and threads."""
+    rnd = random.Random(threads)
+    calls = {rid: [(rnd.choice(["system", "user", "a: b"]), rnd.choice(WORDS) * rnd.randint(0, 3))
+                   for _ in range(rnd.choice([1, 2, 7, 300, 3000]))] for rid in range(400)}
+    con = _con(threads)
+    con.execute("CREATE TEMP TABLE m (rid BIGINT, roles VARCHAR[], texts VARCHAR[])")
+    con.executemany("INSERT INTO m VALUES (?, ?, ?)",
+                    [(rid, [r for r, _ in ms], [t for _, t in ms]) for rid, ms in calls.items()])
+    got = dict(con.execute("""
+        SELECT rid, kv_prompt_text(role, text, i) FROM (
+          SELECT rid, unnest(roles) AS role, unnest(texts) AS text, generate_subscripts(roles, 1) AS i FROM m)
+        GROUP BY rid""").fetchall())
+    assert got == {rid: "\n".join(f"{r}: {t}" for r, t in ms) for rid, ms in calls.items()}
+
+
+def test_token_prefix_search_matches_the_definition():
+    """lcp_tokens.sql (the last common id first, then the binary search over the new part only) against the
+    common prefix counted id by id."""
+    rnd = random.Random(5)
+    ids, pairs = [], []
+    for rid in range(600):
+        prev = ids[-1][1] if ids and rid % 6 else []
+        cur = list(prev[:rnd.randint(0, len(prev))]) if rnd.random() < 0.5 else list(prev)
+        if cur and rnd.random() < 0.4:
+            cur[rnd.randrange(len(cur))] = 99
+        cur += [rnd.randint(0, 4) for _ in range(rnd.choice([0, 1, 5, 40]))]
+        ids.append((rid, cur))
+        if rid % 6:
+            pairs.append((rid, rid - 1))
+    con = _con(2)
+    con.execute("CREATE TEMP TABLE _ids (rid BIGINT, ids INTEGER[], n_tokens BIGINT)")
+    con.executemany("INSERT INTO _ids VALUES (?, ?, ?)", [(r, x, len(x)) for r, x in ids])
+    con.execute("CREATE TEMP TABLE _pairs (rid BIGINT, prev_rid BIGINT)")
+    con.executemany("INSERT INTO _pairs VALUES (?, ?)", pairs)
+    from kvreport.runner.audit.sqlfiles import run_sql
+    run_sql(con, "lcp_tokens")
+    got = dict(con.execute("SELECT rid, lcp_tokens FROM _lcp_tokens").fetchall())
+    by_rid = dict(ids)
+    assert got == {r: _lcp(by_rid[p], by_rid[r]) for r, p in pairs}
+    assert len({v for v in got.values()}) > 10
