@@ -16,6 +16,15 @@ CREATE OR REPLACE TEMP MACRO kv_lcp_step(a, b, s) AS
          THEN {'lo': (s.lo + s.hi + 1) // 2, 'hi': s.hi}
        ELSE {'lo': s.lo, 'hi': (s.lo + s.hi + 1) // 2 - 1} END;
 
+-- The same for two strings, with substr: slicing a string (a[x:y]) costs twice as much. Both count
+-- characters, and agree for the positions a step asks for (from 1, a length of 0 or more).
+CREATE OR REPLACE TEMP MACRO kv_lcp_step_text(a, b, s) AS
+  CASE WHEN s.lo >= s.hi THEN s
+       WHEN substr(a, (s.lo + s.hi + 1) // 2, 1) = substr(b, (s.lo + s.hi + 1) // 2, 1)
+            AND substr(a, s.lo + 1, (s.lo + s.hi + 1) // 2 - 1 - s.lo) = substr(b, s.lo + 1, (s.lo + s.hi + 1) // 2 - 1 - s.lo)
+         THEN {'lo': (s.lo + s.hi + 1) // 2, 'hi': s.hi}
+       ELSE {'lo': s.lo, 'hi': (s.lo + s.hi + 1) // 2 - 1} END;
+
 -- The same over two lists in step (a call's roles and texts): the first lo messages agree.
 CREATE OR REPLACE TEMP MACRO kv_lcp_step2(a, b, c, d, s) AS
   CASE WHEN s.lo >= s.hi THEN s
