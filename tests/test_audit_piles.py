@@ -189,6 +189,13 @@ def test_calls_are_stored_narrow_with_their_labels(tmp_path, monkeypatch):
     hash collision, by comparing the strings."""
     from kvreport.runner.audit import engine
 
+    execute([FIX / "sessions.jsonl"], db=tmp_path / "one.duckdb", echo=lambda *_: None)  # one label: no lookup
+    con = duckdb.connect(str(tmp_path / "one.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM token_call_labels").fetchone()[0] == 1
+    one = con.execute("SELECT count(*), count(source), count(format), count(line) FROM token_calls").fetchone()
+    con.close()
+    assert one[0] > 1 and len(set(one)) == 1
+
     logs = [FIX / "openai.jsonl", FIX / "anthropic.jsonl", FIX / "litellm.jsonl", FIX / "otel.jsonl"]
     execute(logs, db=tmp_path / "hash.duckdb", echo=lambda *_: None)
     con = duckdb.connect(str(tmp_path / "hash.duckdb"), read_only=True)
