@@ -184,3 +184,90 @@ def test_token_prefix_search_matches_the_definition():
     by_rid = dict(ids)
     assert got == {r: _lcp(by_rid[p], by_rid[r]) for r, p in pairs}
     assert len({v for v in got.values()}) > 10
+
+
+# Logged messages as raw JSON text, the odd ones included: content.sql reads a call through the plain path only
+# when that gives exactly what the per-message statement gives.
+_ODD_MESSAGES = [
+    '{"role":"user","content":"hi"}', '{"role":"assistant","content":"ok\\n"}', '{"role":"system","content":"sys A"}',
+    '{"role":"developer","content":"dev"}', '{"role":"tool","content":"t"}',
+    # roles that are not strings, missing, null, spelled otherwise, given twice
+    '{"role":1,"content":"a"}', '{"role":1.0,"content":"b"}', '{"role":1e2,"content":"c"}', '{"role":-0,"content":"d"}',
+    '{"role":12345678901234567890123,"content":"e"}', '{"role":true,"content":"f"}', '{"role":false,"content":"g"}',
+    '{"role":{"a":[1,"\\u00e9"],"a":2},"content":"h"}', '{"role":["user"],"content":"i"}', '{"role":null,"content":"j"}',
+    '{"content":"no role"}', '{"Role":"user","content":"k"}', '{"role":"user","Content":"l"}',
+    '{"role":null,"role":"user","content":"m"}', '{"role":"user","role":"system","content":"n"}',
+    '{"role":"us\\u0065r","content":"o"}', '{"r\\u006fle":"user","content":"p"}', '{"role":"","content":"q"}',
+    '{"role":"system\\u0000","content":"r"}',
+    # contents that are not strings, missing, null, given twice; strings that read like other JSON
+    '{"role":"user","content":1.0}', '{"role":"user","content":1e2}', '{"role":"user","content":-0.5E-3}',
+    '{"role":"user","content":true}', '{"role":"user","content":null}', '{"role":"user"}',
+    '{"role":"user","content":{"text":"obj text"}}', '{"role":"user","content":{"type":"x"}}',
+    '{"role":"user","content":[{"type":"text","text":"blk"},{"type":"image"}]}', '{"role":"user","content":[]}',
+    '{"role":"user","content":["a",1]}', '{"role":"user","content":"a","content":5}',
+    '{"role":"user","content":5,"content":"a"}', '{"role":"user","content":"a","content":"b"}',
+    '{"role":"user","content":"\\u00e9\\u0000\\ud83d\\ude00 \\"q\\" \\\\ \\t \\/"}', '{"role":"user","content":"123"}',
+    '{"role":"user","content":"true"}', '{"role":"user","content":"null"}', '{"role":"user","content":"{\\"a\\":1}"}',
+    '{"role":"user","content":""}', '{ "role" : "user" ,\n "content" : "spaced" }',
+    '{"role":"tool","content":null,"parts":[{"content":"p"}]}', '{"role":"user","parts":[{"content":"p2"}]}',
+    '{"role":"user","content":"x","extra":{"role":"y","content":5}}',
+    '{"role":"user","content":"' + "x" * 300_000 + '"}', '{"role":"user","content":"' + "\\u00e9\\ud83d\\ude00" * 50_000 + '"}',
+    # messages that are not objects
+    '"bare string"', '1', 'null', 'true', '[]', '[{"role":"user","content":"nested"}]', '{}',
+]
+_ODD_SYSTEMS = ['null', '"be brief"', '""', '"\\u00e9 sys"', '[{"type":"text","text":"blk sys"}]', '{"text":"o"}', '5', 'true']
+_ODD_NOT_LISTS = ['"just text"', '"\\u00e9"', '""', 'null', '{"role":"user","content":"obj"}', '5', 'true', '[]']
+
+
+def _odd_contents(rnd) -> list[str]:
+    docs = []
+    for k in range(900):
+        system = rnd.choice(_ODD_SYSTEMS) if k % 3 else "null"
+        if k % 10 == 9:
+            messages = rnd.choice(_ODD_NOT_LISTS)
+        else:
+            # mostly plain messages with an odd one now and then, as in a real log
+            plain = _ODD_MESSAGES[:5] + ['{"role":"user","content":"q' + str(k) + '"}']
+            msgs = [rnd.choice(plain) if rnd.random() < 0.85 else rnd.choice(_ODD_MESSAGES)
+                    for _ in range(rnd.choice([0, 1, 2, 3, 5, 9]))]
+            messages = "[" + ",".join(msgs) + "]"
+        docs.append('{"system":' + system + ',"messages":' + messages + "}")
+    docs += ['{"messages":[{"role":"user","content":"no system key"}]}', '{"system":"only system"}', "{}",
+             '{"system":null,"messages":[{"role":"user","content":"a"}],"messages":"dup"}',
+             '{"system":"s1","system":null,"messages":[{"role":"user","content":"a"}]}',
+             '{"System":"x","Messages":[{"role":"user","content":"case"}]}',
+             '{ "system" : null , "messages" : [ {"role":"user","content":"spaced"} ] }',
+             '{"system":null,"messages":[{"role":"system","content":"A"},{"role":"system","content":"B"}]}',
+             '{"system":"top","messages":[{"role":"system","content":"A"},{"role":"user","content":"u"}]}',
+             '{"system":null,"messages":[{"role":"developer","content":"D"},{"role":"system","content":"S"}]}']
+    return docs
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_plain_path_matches_the_per_message_path_on_odd_json(threads):
+    """content.sql against bloat_content_rest.sql for every call, on hand-made JSON: non-string roles and
+    contents, null and missing fields, keys in other case or given twice, escapes, huge strings, messages that
+    are not a list. The plain path must take a good share of the calls and give exactly what the per-message
+    statement gives for them."""
+    import kvreport.runner.audit.prompt_bloat as pb
+    from kvreport.runner.audit.sqlfiles import run_sql, statements
+
+    docs = _odd_contents(random.Random(threads))
+    con = _con(threads)
+    run_sql(con, "staged")
+    con.executemany("""INSERT INTO _staged (source, line, session_id, start_time, input_tokens, cached_input_tokens, content)
+                       VALUES ('odd', ?, 's' || (? % 7), make_timestamp(2025, 1, 1, 0, 0, ? % 60), 10, 0, ?)""",
+                    [(i, i, i, d) for i, d in enumerate(docs)])
+    run_sql(con, "content")
+    plain = con.execute("SELECT count(*) FROM _content WHERE len(roles) > 0").fetchone()[0]
+    con.execute("DROP TABLE _content")
+    pb.extract(con, None)
+    cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line, t, input_tokens"
+    fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
+    con.execute("UPDATE _content SET roles = NULL")
+    for stmt, _ in statements("bloat_content_rest"):
+        con.execute(stmt, {"lo": 0, "hi": 1 << 40})
+    slow = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
+    assert len(fast) == len(slow) > 700 and 300 < plain < len(fast)
+    for a, b in zip(fast, slow):
+        assert a == b, (docs[a[7]][:300], a[1:6], b[1:6])
