@@ -87,8 +87,9 @@ class AuditResult:
     summary: dict                   # the audits row
     sources: list[Source]
     rejects: list[dict] = field(default_factory=list)  # the first few, for the command's output
-    labels_by_hash: bool = True     # False: two labels share a label_hash, so calls find theirs by its strings
-    one_label: bool = False         # every call has the same label (label_id 1): nothing to look up
+    # How each call finds its label when stored: "one" (every call has label 1, nothing to look up), "hash"
+    # (by label_hash), "strings" (two labels share a hash, so by the strings themselves)
+    label_lookup: str = "hash"
 
 
 def _setup(con, tmpdir: str, opts: AuditOptions) -> None:
@@ -206,12 +207,16 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         run_sql(con, "call_labels")
         cur = con.execute("SELECT * FROM temp.main.audits")
         summary = dict(zip([d[0] for d in cur.description], cur.fetchone()))
-        n_labels = con.execute("SELECT count(*) FROM _call_labels").fetchone()[0]
-        return AuditResult(audit_id, summary, sources, rejects, labels_by_hash=labels_hash_apart(con),
-                           one_label=n_labels == 1)
+        return AuditResult(audit_id, summary, sources, rejects, label_lookup=_label_lookup(con))
     finally:
         if not opts.workdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _label_lookup(con) -> str:
+    if con.execute("SELECT count(*) FROM _call_labels").fetchone()[0] == 1:
+        return "one"
+    return "hash" if labels_hash_apart(con) else "strings"
 
 
 def labels_hash_apart(con) -> bool:
@@ -228,10 +233,10 @@ def _select(name: str, result: AuditResult, ordered: bool = False) -> str:
         return f"SELECT {ids}, label_id, {', '.join(_LABEL_COLUMNS)} FROM _call_labels ORDER BY label_id"
     if name == "token_call_rows":
         columns = ", ".join("c." + c for c in _ROW_COLUMNS)
-        if result.one_label:  # one big log of one model, the common case: no hash, no join
+        if result.label_lookup == "one":  # one big log of one model, the common case: no hash, no join
             return (f"SELECT {ids}, 1 AS label_id, {columns} FROM _calls_priced c"
                     + (" ORDER BY c.line" if ordered else ""))
-        on = ("l.label_hash = c.label_hash" if result.labels_by_hash else
+        on = ("l.label_hash = c.label_hash" if result.label_lookup == "hash" else
               " AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in _LABEL_COLUMNS))
         return (f"SELECT {ids}, l.label_id, {columns} FROM _calls_labelled c JOIN _call_labels l ON {on}"
                 + (" ORDER BY l.source, c.line" if ordered else ""))
