@@ -81,6 +81,22 @@ KINDS = ("full", "sliding", "chunked", "mla_latent", "mla_per_head", "linear_sta
 CATALOGUE = Path(__file__).resolve().parent / "catalogue"
 
 
+# Which MLA layout each transformers release caches, read (not measured) in each wheel's
+# models/deepseek_v3/modeling_deepseek_v3.py and deepseek_v2: DeepseekV3Attention.forward calls
+# `update(key_states, value_states, ...)` with per-head K/V, or `update(kv_nope, k_rot, ...)` with the latent.
+# Only versions whose source was read are listed; for any other, the measurement decides.
+MLA_LAYOUT_BY_TRANSFORMERS = {
+    "4.57.6": "mla_per_head", "5.0.0": "mla_per_head", "5.5.4": "mla_per_head", "5.10.4": "mla_per_head",
+    "5.14.1": "mla_per_head", "5.15.1": "mla_latent", "5.16.1": "mla_latent", "5.17.0": "mla_latent",
+    "5.24.0": "mla_latent",
+}
+
+
+def mla_layout_read_for(transformers_version: str) -> str | None:
+    """The MLA layout seen in that release's source, or None where it was not read (measure it)."""
+    return MLA_LAYOUT_BY_TRANSFORMERS.get(transformers_version)
+
+
 class ModelFactsError(UserError):
     """A config that cannot be described: the message names the file and the field."""
 
