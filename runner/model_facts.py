@@ -917,6 +917,6 @@ def load(name_or_path: str) -> ModelFacts:
         if not path.is_file():
             raise ModelFactsError(f"{name_or_path}: no config.json in this folder")
     elif not path.is_file():
-        raise ModelFactsError(f"{name_or_path}: not a built-in model ({', '.join(builtin_names())}) "
-                              "and no such config.json file or folder")
+        raise ModelFactsError(f"unknown model {name_or_path!r}: not a built-in model ({', '.join(builtin_names())})"
+                              " and no such config.json file or folder")
     return facts_from_config(_read_json(path), name=name_or_path, where=str(path), source=f"local:{path}")

@@ -249,7 +249,7 @@ def test_load_paths(tmp_path):
     (tmp_path / "bad.json").write_text("{\n  oops")
     with pytest.raises(ModelFactsError, match="not valid JSON \\(line 2"):
         mf.load(str(tmp_path / "bad.json"))
-    with pytest.raises(ModelFactsError, match="not a built-in model"):
+    with pytest.raises(ModelFactsError, match="unknown model 'no-such-model': not a built-in model"):
         mf.load("no-such-model")
     assert mf.load("llama-3.1-8b").bytes_per_token() == 131_072  # a legacy built-in, 16-bit
 
@@ -275,7 +275,7 @@ def test_models_command_json(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["models", "nope"], "nope: not a built-in model"),
+    (["models", "nope"], "unknown model 'nope': not a built-in model"),
     (["models", "--seq", "4k"], "--seq 4k"),
     (["models", "--dtype", "int3"], "--dtype int3"),
     (["models", "--batch", "0"], "--batch 0"),
