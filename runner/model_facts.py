@@ -320,6 +320,7 @@ class ModelFacts:
     layers: tuple[LayerCache, ...]
     weight_params: int
     source: str = ""
+    max_positions: int | None = None  # the config's context limit (max_position_embeddings / n_positions)
     defaults_used: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     # MLA models: both layouts, each a full tuple of layers; `layers` is the one named by mla_layout.
@@ -852,8 +853,10 @@ def facts_from_config(raw: dict, name: str = "", where: str = "config.json", sou
     mla_layouts = {}
     if built.mla_per_head is not None:
         mla_layouts = {"mla_latent": layers, "mla_per_head": tuple(built.mla_per_head)}
+    limit = text.get("max_position_embeddings", text.get("n_positions"))
     return ModelFacts(name=name or where, model_type=model_type, layers=layers, weight_params=built.params,
-                      source=source, defaults_used=tuple(dict.fromkeys(c.defaults_used)), notes=tuple(notes),
+                      source=source, max_positions=limit if isinstance(limit, int) and limit > 0 else None,
+                      defaults_used=tuple(dict.fromkeys(c.defaults_used)), notes=tuple(notes),
                       mla_layout="mla_latent" if mla_layouts else None, mla_layouts=mla_layouts)
 
 
@@ -864,7 +867,17 @@ _LEGACY_CLASSES = {"GPT2Config": "gpt2", "LlamaConfig": "llama", "MistralConfig"
 
 
 def catalogue_names() -> list[str]:
-    return sorted(p.stem for p in CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []
+    """Models in runner/catalogue/ (files with a "config"; mla_layouts.json and the like are not models)."""
+    names = []
+    for path in sorted(CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            names.append(path.stem)  # listed, so that loading it reports what is wrong with it
+            continue
+        if isinstance(entry, dict) and "config" in entry:
+            names.append(path.stem)
+    return names
 
 
 def _catalogue_entry(name: str) -> tuple[dict, str] | None:

@@ -293,3 +293,30 @@ def test_models_command_imports_no_torch():
             "assert not heavy, heavy\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# --- the Models page -----------------------------------------------------------------------------------
+
+
+def test_models_page_answers_first_and_sets_measurements_beside_the_formula():
+    from kvreport.analysis.pages import models as page
+
+    measured = [  # one exact, one off by a byte, one MLA row from a release whose layout was read
+        {"run_id": 1, "model": "llama-3.1-8b", "dtype": "bfloat16", "transformers_version": "5.24.0",
+         "weights_random": True, "seq_len": 512, "batch_size": 2, "kv_bytes": 2 * 512 * 131_072},
+        {"run_id": 2, "model": "llama-3.1-8b", "dtype": "float32", "transformers_version": "5.24.0",
+         "weights_random": True, "seq_len": 512, "batch_size": 1, "kv_bytes": 512 * 262_144 + 1},
+        {"run_id": 3, "model": "no-such-model", "dtype": "float32", "transformers_version": "5.24.0",
+         "weights_random": True, "seq_len": 8, "batch_size": 1, "kv_bytes": 1},
+    ]
+    ctx = page.context(lambda name, **kw: [dict(r) for r in measured] if name == "models_measured" else [], None)
+    rows = ctx.costs["bfloat16"]
+    reaching = [r for r in rows if r["kv_131072"] is not None]
+    assert ctx.answer["most"] is reaching[0] and ctx.answer["least"] is reaching[-1]
+    assert all(a["kv_131072"] >= b["kv_131072"] for a, b in zip(reaching, reaching[1:]))  # the answer column leads
+    by_model = {r["model"]: r for r in rows}
+    assert by_model["llama-3.1-8b"]["kv_131072"] == 131_072 * 131_072
+    assert by_model["gpt2"]["kv_131072"] is None  # past GPT-2's 1,024-token context: no request gets there
+    m = ctx.measured
+    assert [r["match"] for r in m] == [True, False, None]
+    assert m[1]["formula_bytes"] == 512 * 262_144 and "no formula" in m[2]["layout"]

@@ -30,6 +30,7 @@ def describe(facts, seqs: list[int], dtype: str, batch: int) -> dict:
         "name": facts.name,
         "source": facts.source,
         "model_type": facts.model_type,
+        "max_positions": facts.max_positions,
         "dtype": dtype,
         "batch": batch,
         "layers": facts.groups(),
