@@ -537,12 +537,13 @@ class _Built:
 
 
 def _llama_like(c: _Config) -> _Built:
-    """llama, mistral, qwen2, qwen3, qwen3_moe, phi3: GQA with an optional explicit head_dim; sliding windows per
+    """llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, minimax_m2: GQA with an optional explicit head_dim; sliding windows per
     each config class's rules (models/<family>/configuration_<family>.py, __post_init__)."""
     mt = c.model_type
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
-    n_kv = _kv_heads(c, n_heads, {"mistral": 8, "qwen2": 32, "qwen3": 32, "qwen3_moe": 4}.get(mt, n_heads))
-    head_dim = c.opt("head_dim", 128) if mt == "qwen3" else (c.maybe("head_dim") or h // n_heads)
+    n_kv = _kv_heads(c, n_heads, {"mistral": 8, "qwen2": 32, "qwen3": 32, "qwen3_moe": 4, "mixtral": 8,
+                                  "minimax_m2": 8}.get(mt, n_heads))
+    head_dim = c.opt("head_dim", 128) if mt in ("qwen3", "minimax_m2") else (c.maybe("head_dim") or h // n_heads)
     if mt in ("qwen2", "qwen3", "qwen3_moe"):  # sliding_window only counts with use_sliding_window
         window = c.opt("sliding_window", 4096) if c.opt("use_sliding_window", False) else None
     elif mt == "mistral":
@@ -565,6 +566,8 @@ def _llama_like(c: _Config) -> _Built:
     attn = _attn_params(h, n_heads, n_kv, head_dim, qkv_bias, o_bias)
     if mt in ("qwen3", "qwen3_moe"):
         attn += 2 * head_dim  # q_norm, k_norm
+    elif mt == "minimax_m2":
+        attn += (n_heads + n_kv) * head_dim  # q_norm and k_norm over all heads
     params = _embed_params(c, vocab, h, False) + h  # + final norm
     inter = c.req("intermediate_size")
     mlp_bias = mt == "llama" and c.opt("mlp_bias", False)
@@ -574,6 +577,9 @@ def _llama_like(c: _Config) -> _Built:
                 and (i + 1) % c.opt("decoder_sparse_step", 1) == 0:
             e = c.opt("num_experts", 128)
             params += h * e + _experts_params(h, e, c.opt("moe_intermediate_size", 768))
+        elif mt in ("mixtral", "minimax_m2"):  # every layer MoE: router and experts, no shared expert
+            e = c.opt("num_local_experts", 8 if mt == "mixtral" else 256)
+            params += h * e + _experts_params(h, e, inter)
         else:
             params += _mlp_params(h, inter, bias=mlp_bias)
     return _Built(layers, params)
@@ -710,10 +716,12 @@ def _deepseek(c: _Config) -> _Built:
 
 
 def _qwen3_next(c: _Config) -> _Built:
-    """configuration_qwen3_next: a full-attention layer every full_attention_interval (4), gated delta-net
-    layers between (modeling_qwen3_next.Qwen3NextGatedDeltaNet)."""
+    """configuration_qwen3_next (and qwen3_5, qwen3_5_moe): a full-attention layer every full_attention_interval
+    (4), gated delta-net layers between (modeling_qwen3_next.Qwen3NextGatedDeltaNet; Qwen3_5GatedDeltaNet holds
+    the same states). MLPs: Qwen3-Next MoE by decoder_sparse_step, Qwen3.5 dense, Qwen3.5-MoE MoE everywhere."""
+    mt = c.model_type
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
-    n_kv, hd = c.opt("num_key_value_heads", 2), c.opt("head_dim", 256)
+    n_kv, hd = c.opt("num_key_value_heads", 4 if mt == "qwen3_5_text" else 2), c.opt("head_dim", 256)
     interval = c.opt("full_attention_interval", 4)
     default = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
     types = _layer_types_from(c, n_layers, default)
@@ -728,10 +736,11 @@ def _qwen3_next(c: _Config) -> _Built:
     full_attn = _attn_params(h, n_heads, n_kv, hd, bias, bias, q_factor=2) + 2 * hd  # gated q, q/k norms
     lin_attn = h * (2 * key_dim + 2 * value_dim) + h * 2 * v_heads + conv_dim * kernel + 2 * v_heads + v_dim + \
         value_dim * h
-    e = c.opt("num_experts", 512)
-    mlp_only = c.opt("mlp_only_layers", []) or []
-    step = c.opt("decoder_sparse_step", 1)
-    params = _embed_params(c, c.req("vocab_size"), h, False) + h
+    e = 0 if mt == "qwen3_5_text" else c.opt("num_experts", 512 if mt == "qwen3_next" else 256)
+    mlp_only = (c.opt("mlp_only_layers", []) or []) if mt == "qwen3_next" else []
+    step = c.opt("decoder_sparse_step", 1) if mt == "qwen3_next" else 1
+    vocab = c.req("vocab_size") if mt == "qwen3_next" else c.opt("vocab_size", 248320)
+    params = _embed_params(c, vocab, h, False) + h
     for i, t in enumerate(types):
         params += (lin_attn if t == "linear_attention" else full_attn) + 2 * h
         if i not in mlp_only and e > 0 and (i + 1) % step == 0:
@@ -800,6 +809,7 @@ def _nemotron_h(c: _Config) -> _Built:
         (conv_dim if c.opt("use_conv_bias", True, "mamba_conv_bias") else 0) + 3 * m_heads + inter_m + inter_m * h
     bias = c.opt("attention_bias", False)
     inter = c.opt("intermediate_size", 21504)
+    mlp_bias = c.opt("mlp_bias", False)
     params = _embed_params(c, c.opt("vocab_size", 131072), h, False) + h
     for t in types:
         params += h  # one norm per block
@@ -808,9 +818,15 @@ def _nemotron_h(c: _Config) -> _Built:
         elif t == "full_attention":
             params += _attn_params(h, n_heads, n_kv, hd, bias, bias)
         elif t == "mlp":
-            params += _mlp_params(h, inter, gated=False, bias=c.opt("mlp_bias", False))
-        else:
-            raise ModelFactsError(f"{c.where}: Nemotron-H MoE blocks ('E') are not supported yet")
+            params += _mlp_params(h, inter, gated=False, bias=mlp_bias)
+        else:  # NemotronHMoE: router, up/down experts (no gate), shared experts, optional latent projections
+            e = c.opt("n_routed_experts", 8)
+            latent = c.maybe("moe_latent_size")
+            width = latent or h
+            params += e * h + e * 2 * c.opt("moe_intermediate_size", 7688) * width + \
+                _mlp_params(h, c.opt("moe_shared_expert_intermediate_size", 7688), gated=False, bias=mlp_bias)
+            if latent:
+                params += 2 * h * latent + ((latent + h) if mlp_bias else 0)
     return _Built(layers, params)
 
 
@@ -819,9 +835,11 @@ _FAMILIES = {
     "qwen3_moe": _llama_like, "phi3": _llama_like, "falcon": _falcon, "gemma3_text": _gemma3_text,
     "gpt_oss": _gpt_oss, "llama4_text": _llama4_text, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "kimi_k2": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
-_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+             "qwen3_5_moe": "qwen3_5_moe_text"}
 SUPPORTED = tuple(sorted(set(_FAMILIES) | set(_WRAPPERS)))
 
 
@@ -847,7 +865,7 @@ def facts_from_config(raw: dict, name: str = "", where: str = "config.json", sou
     notes = list(built.notes)
     if model_type == "kimi_k2":
         notes.append("kimi_k2 read as the DeepSeek-V3 architecture it uses")
-    if model_type in ("gemma3_text", "llama4_text") and text is not raw:
+    if text is not raw:
         notes.append("weights: the language model only (no vision tower)")
     layers = tuple(built.layers)
     mla_layouts = {}

@@ -45,6 +45,20 @@ CONFIGS = {
                        num_key_value_heads=2, head_dim=8, vocab_size=64, intermediate_size=48, mamba_num_heads=4,
                        mamba_head_dim=8, n_groups=2, ssm_state_size=8, conv_kernel=4, chunk_size=8,
                        use_mamba_kernels=False),
+    "mixtral-swa": dict(model_type="mixtral", sliding_window=8, num_local_experts=4, num_experts_per_tok=2, **SMALL),
+    "minimax_m2": dict(model_type="minimax_m2", head_dim=16, num_local_experts=4, num_experts_per_tok=2, **SMALL),
+    "qwen3_5_text": dict(model_type="qwen3_5_text", head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                         linear_key_head_dim=8, linear_value_head_dim=8, **SMALL),
+    "qwen3_5_moe_text": dict(model_type="qwen3_5_moe_text", head_dim=16, linear_num_key_heads=2,
+                             linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, num_experts=4,
+                             num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=16,
+                             **SMALL),
+    "nemotron_h-moe": dict(model_type="nemotron_h", hybrid_override_pattern="ME*E", hidden_size=32,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=8, vocab_size=64,
+                           intermediate_size=48, mamba_num_heads=4, mamba_head_dim=8, n_groups=2, ssm_state_size=8,
+                           conv_kernel=4, chunk_size=8, n_routed_experts=4, num_experts_per_tok=2,
+                           moe_intermediate_size=16, moe_shared_expert_intermediate_size=24, moe_latent_size=16,
+                           use_mamba_kernels=False),
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
