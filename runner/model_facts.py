@@ -58,7 +58,8 @@ projections, MLP or experts including shared experts, norms, lm_head unless tied
 language model transformers builds (no vision tower, no multi-token-prediction layers).
 
 Families (model_type): gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, falcon, minimax_m2,
-gemma3 / gemma3_text, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, qwen3_next,
+gemma3 / gemma3_text, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
+qwen3_next,
 qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h. Each is checked against the installed
 transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py).
 
@@ -235,18 +236,22 @@ class MLALatentSpec(CacheSpec):
     kind: ClassVar[str] = "mla_latent"
     kv_lora_rank: int
     qk_rope_head_dim: int
+    # DSA (DeepSeek-V3.2, GLM-5): cache_utils.DynamicIndexedLayer also keeps the indexer's key, one
+    # index_head_dim vector per token (`indexer_keys`), counted with the keys here
+    indexer_head_dim: int = 0
 
     @property
     def k_per_token(self) -> int:
-        return self.kv_lora_rank
+        return self.kv_lora_rank + self.indexer_head_dim
 
     @property
     def v_per_token(self) -> int:
         return self.qk_rope_head_dim
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
-        # MLAAttentionSpec: one head of kv_lora_rank + qk_rope_head_dim, replicated on every TP rank
-        page = BLOCK_TOKENS * (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes(dtype)
+        # MLAAttentionSpec: one head of kv_lora_rank + qk_rope_head_dim, replicated on every TP rank; a DSA
+        # indexer key per token beside it, at the same dtype (vLLM's FP8 indexer cache is not modelled)
+        page = BLOCK_TOKENS * (self.kv_lora_rank + self.qk_rope_head_dim + self.indexer_head_dim) * dtype_bytes(dtype)
         return _cdiv(seq_len, BLOCK_TOKENS) * page
 
 
@@ -259,10 +264,11 @@ class MLAPerHeadSpec(CacheSpec):
     v_head_dim: int
     kv_lora_rank: int
     qk_rope_head_dim: int
+    indexer_head_dim: int = 0
 
     @property
     def k_per_token(self) -> int:
-        return self.num_heads * self.qk_head_dim
+        return self.num_heads * self.qk_head_dim + self.indexer_head_dim
 
     @property
     def v_per_token(self) -> int:
@@ -270,7 +276,8 @@ class MLAPerHeadSpec(CacheSpec):
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
         # an engine caches the latent whatever transformers does
-        return MLALatentSpec(self.kv_lora_rank, self.qk_rope_head_dim).engine_bytes(seq_len, dtype, tp)
+        return MLALatentSpec(self.kv_lora_rank, self.qk_rope_head_dim, self.indexer_head_dim).engine_bytes(
+            seq_len, dtype, tp)
 
 
 @dataclass(frozen=True)
@@ -685,31 +692,60 @@ def _llama4_text(c: _Config) -> _Built:
     return _Built(layers, params)
 
 
+def _indexer_layers(c: _Config, n_layers: int) -> list[bool]:
+    """Which DSA layers run an indexer and so cache its keys: every DeepSeek-V3.2 layer; GLM-5's "shared" layers
+    reuse the previous layer's selection (configuration_glm_moe_dsa.GlmMoeDsaConfig.__post_init__)."""
+    if c.model_type == "deepseek_v32":
+        return [True] * n_layers
+    if c.model_type != "glm_moe_dsa":
+        return [False] * n_layers
+    types = c.maybe("indexer_types")
+    pattern = c.maybe("index_topk_pattern")
+    if types is None and pattern is not None:
+        types = [{"F": "full", "S": "shared"}.get(ch, ch) for ch in pattern] if isinstance(pattern, str) \
+            else list(pattern)
+    if types is None:
+        freq, offset = max(c.raw.get("index_topk_freq", 1) or 1, 1), c.raw.get("index_skip_topk_offset", 2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+    return [t == "full" for t in types[:n_layers]]
+
+
 def _deepseek(c: _Config) -> _Built:
-    """deepseek_v2 / deepseek_v3 (and Kimi-K2, a DeepSeek-V3 architecture): MLA, dense then MoE layers."""
-    v3 = c.model_type in ("deepseek_v3", "kimi_k2")
+    """deepseek_v2 / deepseek_v3 (and Kimi-K2, a DeepSeek-V3 architecture): MLA, dense then MoE layers;
+    deepseek_v32 and glm_moe_dsa add DSA's indexer (models/deepseek_v32/modeling_deepseek_v32.py,
+    DeepseekV32Indexer: `cache.update_indexer(k)`)."""
+    mt = c.model_type
+    v3 = mt in ("deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa")
+    glm = mt == "glm_moe_dsa"
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
     kv_rank, rope = c.opt("kv_lora_rank", 512), c.opt("qk_rope_head_dim", 64)
-    nope, v_dim = c.opt("qk_nope_head_dim", 128), c.opt("v_head_dim", 128)
+    nope, v_dim = c.opt("qk_nope_head_dim", 192 if glm else 128), c.opt("v_head_dim", 256 if glm else 128)
     # DeepSeek-V2-Lite writes "q_lora_rank": null: no q compression (a q_proj), unlike a missing field
-    q_rank = c.raw["q_lora_rank"] if "q_lora_rank" in c.raw else c.opt("q_lora_rank", 1536)
-    latent = (MLALatentSpec(kv_rank, rope),)
-    per_head = (MLAPerHeadSpec(n_heads, nope + rope, v_dim, kv_rank, rope),)
+    q_rank = c.raw["q_lora_rank"] if "q_lora_rank" in c.raw else c.opt("q_lora_rank", 2048 if glm else 1536)
+    indexed = _indexer_layers(c, n_layers)
+    idx_dim = c.opt("index_head_dim", 128) if any(indexed) else 0
+    idx_heads = c.opt("index_n_heads", 32 if glm else 64) if any(indexed) else 0
+    latent_layers = [(MLALatentSpec(kv_rank, rope, idx_dim if ix else 0),) for ix in indexed]
+    per_head_layers = [(MLAPerHeadSpec(n_heads, nope + rope, v_dim, kv_rank, rope, idx_dim if ix else 0),)
+                       for ix in indexed]
     bias = bool(c.opt("attention_bias", False))
     qk = nope + rope
     q = h * n_heads * qk if q_rank is None else \
         (h * q_rank + (q_rank if bias else 0)) + q_rank + q_rank * n_heads * qk
     attn = q + (h * (kv_rank + rope) + ((kv_rank + rope) if bias else 0)) + kv_rank + \
         kv_rank * n_heads * (nope + v_dim) + (n_heads * v_dim * h + (h if bias else 0))
+    indexer = (q_rank or 0) * idx_heads * idx_dim + h * idx_dim + 2 * idx_dim + h * idx_heads  # wq_b, wk, k_norm, weights
     first_dense = c.opt("first_k_dense_replace", 3 if v3 else 0)
+    dense = c.maybe("mlp_layer_types")
+    dense = [t == "dense" for t in dense] if isinstance(dense, list) else [i < first_dense for i in range(n_layers)]
     e = c.opt("n_routed_experts", 256 if v3 else 64)
     moe_inter = c.opt("moe_intermediate_size", 2048 if v3 else 1407)
     shared = c.opt("n_shared_experts", 1 if v3 else 2)
     inter = c.req("intermediate_size")
     params = _embed_params(c, c.req("vocab_size"), h, False) + h
     for i in range(n_layers):
-        params += attn + 2 * h
-        if i < first_dense:
+        params += attn + 2 * h + (indexer if indexed[i] else 0)
+        if dense[i]:
             params += _mlp_params(h, inter)
         else:  # router, routed experts, shared experts as one MLP (V3's router bias is a buffer, not counted)
             params += h * e + _experts_params(h, e, moe_inter) + _mlp_params(h, moe_inter * shared)
@@ -717,7 +753,7 @@ def _deepseek(c: _Config) -> _Built:
     if c.raw.get("num_nextn_predict_layers"):
         notes.append(f"weights exclude the {c.raw['num_nextn_predict_layers']} multi-token-prediction layer(s) "
                      "transformers does not build")
-    return _Built([latent] * n_layers, params, notes, mla_per_head=[per_head] * n_layers)
+    return _Built(latent_layers, params, notes, mla_per_head=per_head_layers)
 
 
 def _qwen3_next(c: _Config) -> _Built:
@@ -839,7 +875,7 @@ _FAMILIES = {
     "gpt2": _gpt2, "llama": _llama_like, "mistral": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like,
     "qwen3_moe": _llama_like, "phi3": _llama_like, "falcon": _falcon, "gemma3_text": _gemma3_text,
     "gpt_oss": _gpt_oss, "llama4_text": _llama4_text, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
-    "kimi_k2": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "kimi_k2": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.

@@ -320,3 +320,11 @@ def test_models_page_answers_first_and_sets_measurements_beside_the_formula():
     m = ctx.measured
     assert [r["match"] for r in m] == [True, False, None]
     assert m[1]["formula_bytes"] == 512 * 262_144 and "no formula" in m[2]["layout"]
+
+
+def test_dsa_indexer_keys_grow_beside_the_latent():
+    f = facts(**{**DSV3, "model_type": "deepseek_v32", "index_head_dim": 128, "index_n_heads": 64})
+    # every layer: latent 512 + indexer key 128 (keys), rotary key 64 (values)
+    assert f.bytes_per_token(BF16) == 61 * (512 + 128 + 64) * 2
+    glm = facts(**{**DSV3, "model_type": "glm_moe_dsa", "num_hidden_layers": 4, "index_topk_pattern": "FSSF"})
+    assert [layer[0].indexer_head_dim for layer in glm.layers] == [128, 0, 0, 128]  # "shared" layers keep none

@@ -45,6 +45,10 @@ CONFIGS = {
                        num_key_value_heads=2, head_dim=8, vocab_size=64, intermediate_size=48, mamba_num_heads=4,
                        mamba_head_dim=8, n_groups=2, ssm_state_size=8, conv_kernel=4, chunk_size=8,
                        use_mamba_kernels=False),
+    "deepseek_v32": dict(model_type="deepseek_v32", q_lora_rank=24, n_group=2, topk_group=1, index_head_dim=16,
+                         index_n_heads=2, index_topk=4, **MLA),
+    "glm_moe_dsa-shared": dict(model_type="glm_moe_dsa", q_lora_rank=24, index_head_dim=16, index_n_heads=2,
+                               index_topk=4, index_topk_pattern="FSF", **MLA),
     "mixtral-swa": dict(model_type="mixtral", sliding_window=8, num_local_experts=4, num_experts_per_tok=2, **SMALL),
     "minimax_m2": dict(model_type="minimax_m2", head_dim=16, num_local_experts=4, num_experts_per_tok=2, **SMALL),
     "qwen3_5_text": dict(model_type="qwen3_5_text", head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
@@ -74,7 +78,9 @@ def _held_bytes(layer) -> tuple[int, int, int]:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
     state = sum(size(t) for name in ("conv_states", "recurrent_states")
                 for t in (getattr(layer, name, None) or {}).values())
-    return size(getattr(layer, "keys", None)), size(getattr(layer, "values", None)), state
+    # a DSA layer's indexer keys grow per token beside the latent: model_facts counts them with the keys
+    keys = size(getattr(layer, "keys", None)) + size(getattr(layer, "indexer_keys", None))
+    return keys, size(getattr(layer, "values", None)), state
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
