@@ -58,7 +58,7 @@ projections, MLP or experts including shared experts, norms, lm_head unless tied
 language model transformers builds (no vision tower, no multi-token-prediction layers).
 
 Families (model_type): gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, falcon, minimax_m2,
-gemma3 / gemma3_text, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
+gemma3 / gemma3_text, gemma4 / gemma4_text, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
 qwen3_next,
 qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h. Each is checked against the installed
 transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py).
@@ -650,6 +650,54 @@ def _gemma3_text(c: _Config) -> _Built:
     return _Built(layers, params)
 
 
+def _gemma4_text(c: _Config) -> _Built:
+    """configuration_gemma4.Gemma4TextConfig: 5 sliding : 1 full (the last layer always full); full layers take
+    global_head_dim and, with attention_k_eq_v, num_global_key_value_heads (per_layer_config); the last
+    num_kv_shared_layers reuse an earlier layer's cache and hold none (kv_sharing_modes "reuse" -> DummyLayer).
+    With attention_k_eq_v a full layer has no v_proj, but its cache still keeps V beside K
+    (modeling_gemma4.Gemma4TextAttention.forward: value_states = key_states, then cache.update)."""
+    n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
+    n_kv, hd = c.opt("num_key_value_heads", 4), c.opt("head_dim", 256)
+    window = c.opt("sliding_window", 512)
+    if c.maybe("use_bidirectional_attention") == "all":
+        window = window // 2 + 1
+    default = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n_layers)]
+    types = list(_layer_types_from(c, n_layers, default))
+    types[-1] = "full_attention"  # __post_init__ forces the last layer to full attention
+    k_eq_v = bool(c.opt("attention_k_eq_v", False))
+    global_hd = c.opt("global_head_dim", 512)
+    global_kv = c.maybe("num_global_key_value_heads") if k_eq_v else None
+    global_kv = int(global_kv) if global_kv else n_kv
+    shared = c.opt("num_kv_shared_layers", 0)
+    first_shared = n_layers - shared
+    bias = c.opt("attention_bias", False)
+    inter, per_layer_in = c.req("intermediate_size"), c.opt("hidden_size_per_layer_input", 256)
+    moe = bool(c.opt("enable_moe_block", False))
+    layers, params = [], 0
+    for i, t in enumerate(types):
+        full = t == "full_attention"
+        head_dim, kv = (global_hd, global_kv) if full else (hd, n_kv)
+        reuse = i >= first_shared
+        layers.append(() if reuse else _attention_spec(c, t, kv, head_dim, window, None))
+        params += h * n_heads * head_dim + head_dim + n_heads * head_dim * h + ((n_heads * head_dim + h) if bias else 0)
+        if not reuse:  # k_norm, k_proj and (unless K doubles as V) v_proj
+            n_proj = 1 if (k_eq_v and full) else 2
+            params += head_dim + n_proj * (h * kv * head_dim + (kv * head_dim if bias else 0))
+        wide = 2 if (c.opt("use_double_wide_mlp", False) and reuse) else 1
+        params += 4 * h + _mlp_params(h, inter * wide)
+        if per_layer_in:
+            params += 2 * h * per_layer_in + h
+        if moe:
+            e, moe_inter = c.req("num_experts"), c.req("moe_intermediate_size")
+            params += h * e + h + e + _experts_params(h, e, moe_inter) + 3 * h
+    vocab = c.opt("vocab_size", 262_144)
+    params += _embed_params(c, vocab, h, True) + h
+    if per_layer_in:
+        params += c.opt("vocab_size_per_layer_input", 262_144) * n_layers * per_layer_in + \
+            h * n_layers * per_layer_in + per_layer_in
+    return _Built(layers, params)
+
+
 def _gpt_oss(c: _Config) -> _Built:
     """configuration_gpt_oss.GptOssConfig.__post_init__: sliding and full layers alternate."""
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
@@ -876,10 +924,10 @@ _FAMILIES = {
     "qwen3_moe": _llama_like, "phi3": _llama_like, "falcon": _falcon, "gemma3_text": _gemma3_text,
     "gpt_oss": _gpt_oss, "llama4_text": _llama4_text, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "kimi_k2": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
-    "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
+    "gemma4_text": _gemma4_text, "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
-_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+_WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
              "qwen3_5_moe": "qwen3_5_moe_text"}
 SUPPORTED = tuple(sorted(set(_FAMILIES) | set(_WRAPPERS)))
 
