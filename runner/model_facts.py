@@ -58,7 +58,7 @@ projections, MLP or experts including shared experts, norms, lm_head unless tied
 language model transformers builds (no vision tower, no multi-token-prediction layers).
 
 Families (model_type): gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, falcon, minimax_m2,
-gemma3 / gemma3_text, gemma4 / gemma4_text, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
+gemma3 / gemma3_text, gemma4 / gemma4_text, mimo_v2_flash, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
 qwen3_next,
 qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h. Each is checked against the installed
 transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py).
@@ -698,6 +698,31 @@ def _gemma4_text(c: _Config) -> _Built:
     return _Built(layers, params)
 
 
+def _mimo_v2_flash(c: _Config) -> _Built:
+    """configuration_mimo_v2_flash: full attention at layer 0 and every 6th, sliding elsewhere with a window of
+    sliding_window_size + 1; modeling_mimo_v2_flash.MiMoV2FlashAttention gives sliding layers twice the KV heads,
+    and V its own head dim (v_head_dim)."""
+    n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
+    n_kv, hd, v_hd = c.opt("num_key_value_heads", 4), c.opt("head_dim", 192), c.opt("v_head_dim", 128)
+    window = c.maybe("sliding_window_size")
+    window = int(window) + 1 if window is not None else c.opt("sliding_window", 129)
+    default = ["full_attention" if i == 0 or not (i + 1) % 6 else "sliding_attention" for i in range(n_layers)]
+    types = _layer_types_from(c, n_layers, default)
+    mlp_types = c.maybe("mlp_layer_types") or ["dense"] + ["sparse"] * (n_layers - 1)
+    bias = c.opt("attention_bias", False)
+    e, moe_inter, inter = c.opt("n_routed_experts", 256), c.opt("moe_intermediate_size", 2048), \
+        c.req("intermediate_size")
+    layers, params = [], _embed_params(c, c.opt("vocab_size", 152576), h, False) + h
+    for t, mlp in zip(types, mlp_types):
+        swa = t == "sliding_attention"
+        kv = 2 * n_kv if swa else n_kv
+        layers.append(_attention_spec(c, t, kv, hd, window, None, head_dim_v=v_hd))
+        params += h * n_heads * hd + h * kv * (hd + v_hd) + n_heads * v_hd * h + \
+            ((n_heads * hd + kv * (hd + v_hd)) if bias else 0) + (n_heads if swa else 0) + 2 * h
+        params += h * e + _experts_params(h, e, moe_inter) if mlp == "sparse" else _mlp_params(h, inter)
+    return _Built(layers, params)
+
+
 def _gpt_oss(c: _Config) -> _Built:
     """configuration_gpt_oss.GptOssConfig.__post_init__: sliding and full layers alternate."""
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
@@ -924,7 +949,7 @@ _FAMILIES = {
     "qwen3_moe": _llama_like, "phi3": _llama_like, "falcon": _falcon, "gemma3_text": _gemma3_text,
     "gpt_oss": _gpt_oss, "llama4_text": _llama4_text, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "kimi_k2": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
-    "gemma4_text": _gemma4_text, "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
+    "gemma4_text": _gemma4_text, "mimo_v2_flash": _mimo_v2_flash, "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
 _WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
