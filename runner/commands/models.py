@@ -75,11 +75,19 @@ def _table(records: list[dict], seqs: list[int], dtype: str, batch: int) -> list
     lines = [f"KV cache per {'request' if batch == 1 else f'batch of {batch}'} in GiB ({dtype}; transformers' "
              "layout), weights and requests that fit on one 80 GB GPU (engine view, analytic)",
              f"{'model':<24} {'weights GB':>10}  {gib}  fits 80GB: {fit}  layers"]
+    beyond = False
     for r in records:
-        cache = "  ".join(f"{r['cache_bytes'][str(s)] / GIB:>8.3f}" for s in seqs)
+        def cell(s):  # "*": past the model's context limit, arithmetic only
+            nonlocal beyond
+            past = r["max_positions"] is not None and s > r["max_positions"]
+            beyond |= past
+            return f"{r['cache_bytes'][str(s)] / GIB:>7.3f}{'*' if past else ' '}"
+        cache = "  ".join(cell(s) for s in seqs)
         fits = " ".join(f"{r['fits']['80']['1'][str(s)]:>5}" for s in seqs)
         lines.append(f"{r['name'][:24]:<24} {r['weight_bytes']['bytes'] / 1e9:>10.1f}  {cache}  "
                      f"{'':>10} {fits}  {_layers_text(r['layers'])}")
+    if beyond:
+        lines.append("* past the model's context limit (max_position_embeddings): arithmetic only")
     return lines
 
 
