@@ -413,16 +413,18 @@ class ModelFacts:
     def weight_bytes(self, dtype: str = "bfloat16") -> int:
         return self.weight_params * dtype_bytes(dtype)
 
-    def fits(self, gpu_bytes: int, seq_len: int, tp: int = 1, dtype: str = "bfloat16") -> int:
-        """Requests of seq_len tokens whose engine-view cache fits beside the weights on each GPU of a TP group."""
-        budget = int(GPU_MEMORY_UTILIZATION * gpu_bytes) - _cdiv(self.weight_bytes(dtype), tp)
+    def fits(self, gpu_bytes: int, seq_len: int, tp: int = 1, dtype: str = "bfloat16",
+             weight_dtype: str | None = None) -> int:
+        """Requests of seq_len tokens whose engine-view cache (in `dtype`) fits beside the weights (in
+        `weight_dtype`, default the same) on each GPU of a TP group."""
+        budget = int(GPU_MEMORY_UTILIZATION * gpu_bytes) - _cdiv(self.weight_bytes(weight_dtype or dtype), tp)
         per_request = self.engine_cache_bytes(seq_len, 1, dtype, tp)
         if budget <= 0:
             return 0
         return budget // per_request if per_request else -1  # -1: no per-request cache at all
 
-    def fits_table(self, seqs, dtype: str = "bfloat16") -> list[dict]:
-        return [{"gpu_gb": gb, "tp": tp, "seq": seq, "requests": self.fits(gb * 10**9, seq, tp, dtype)}
+    def fits_table(self, seqs, dtype: str = "bfloat16", weight_dtype: str | None = None) -> list[dict]:
+        return [{"gpu_gb": gb, "tp": tp, "seq": seq, "requests": self.fits(gb * 10**9, seq, tp, dtype, weight_dtype)}
                 for gb in GPU_SIZES_GB for tp in TP_SIZES for seq in seqs]
 
 

@@ -328,3 +328,12 @@ def test_dsa_indexer_keys_grow_beside_the_latent():
     assert f.bytes_per_token(BF16) == 61 * (512 + 128 + 64) * 2
     glm = facts(**{**DSV3, "model_type": "glm_moe_dsa", "num_hidden_layers": 4, "index_topk_pattern": "FSSF"})
     assert [layer[0].indexer_head_dim for layer in glm.layers] == [128, 0, 0, 128]  # "shared" layers keep none
+
+
+def test_fits_with_lighter_weights():
+    ds = facts(**DSV3)
+    per_request = ds.engine_cache_bytes(131072, 1, BF16, tp=8)  # the latent, replicated on every rank
+    budget = int(0.9 * 141e9) - -(-ds.weight_params * 1 // 8)   # FP8 weights: one byte per parameter, split 8 ways
+    assert ds.fits(141 * 10**9, 131072, 8, BF16, weight_dtype="float8") == budget // per_request > 0
+    r = _kvreport("models", "llama-3.1-8b", "--json", "--weight-dtype", "float8")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["weight_bytes"]["bytes"] == facts(**LLAMA).weight_params

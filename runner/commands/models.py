@@ -22,7 +22,7 @@ def _seqs(text: str) -> list[int]:
     return seqs
 
 
-def describe(facts, seqs: list[int], dtype: str, batch: int) -> dict:
+def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str | None = None) -> dict:
     """The JSON record of one model (the keys issue 24 names, plus the detail behind them)."""
     from ..model_facts import BLOCK_TOKENS, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
 
@@ -41,8 +41,9 @@ def describe(facts, seqs: list[int], dtype: str, batch: int) -> dict:
         "engine_cache_bytes": {
             "analytic": True, "rules": VLLM_RULES, "block_tokens": BLOCK_TOKENS,
             "bytes": {str(s): facts.engine_cache_bytes(s, batch, dtype) for s in seqs}},
-        "weight_bytes": {"analytic": True, "params": facts.weight_params, "bytes": facts.weight_bytes(dtype)},
-        "fits": {str(gb): {str(tp): {str(s): facts.fits(gb * 10**9, s, tp, dtype) for s in seqs}
+        "weight_bytes": {"analytic": True, "params": facts.weight_params, "dtype": weight_dtype or dtype,
+                         "bytes": facts.weight_bytes(weight_dtype or dtype)},
+        "fits": {str(gb): {str(tp): {str(s): facts.fits(gb * 10**9, s, tp, dtype, weight_dtype) for s in seqs}
                            for tp in TP_SIZES} for gb in GPU_SIZES_GB},
         "fits_basis": (f"requests of one sequence each whose engine-view cache fits in {GPU_MEMORY_UTILIZATION:g} x "
                        "GPU bytes (GB = 10^9) minus weights / TP, per GPU; -1: the model keeps no per-request "
@@ -100,6 +101,9 @@ def models(
     dtype: Annotated[str, typer.Option("--dtype", help="Cache and weight dtype: float32, float16, bfloat16.")]
     = "bfloat16",
     batch: Annotated[int, typer.Option("--batch", help="Sequences per request batch.")] = 1,
+    weight_dtype: Annotated[str | None, typer.Option(
+        "--weight-dtype", help="Weights' dtype for what fits (default: --dtype), e.g. float8 for an FP8 "
+        "checkpoint.", show_default=False)] = None,
 ):
     """What each model's KV cache costs per request, from its config alone (no torch, nothing downloaded)."""
     from ..model_facts import DTYPE_BYTES, ModelFactsError, builtin_names, load
@@ -109,6 +113,8 @@ def models(
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")
     if batch < 1:
         raise UserError(f"--batch {batch}: must be >= 1")
+    if weight_dtype is not None and weight_dtype not in DTYPE_BYTES:
+        raise UserError(f"--weight-dtype {weight_dtype}: expected one of {', '.join(DTYPE_BYTES)}")
     skipped = []
     if names:
         facts = [load(n) for n in names]  # every name checked before anything is printed
@@ -119,7 +125,7 @@ def models(
                 facts.append(load(n))
             except ModelFactsError as exc:
                 skipped.append(f"{n} ({str(exc).split('; supported:')[0].removeprefix(f'catalogue model {n}: ')})")
-    records = [describe(f, seqs, dtype, batch) for f in facts]
+    records = [describe(f, seqs, dtype, batch, weight_dtype) for f in facts]
     if skipped:
         typer.echo(f"not described yet: {'; '.join(skipped)}", err=True)
     if json_out:
