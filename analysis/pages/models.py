@@ -14,13 +14,15 @@ ANSWER_SEQ = 131072
 FITS_SEQ = 32768
 FITS_COLUMNS = ((24, 1), (80, 1), (141, 1), (192, 1), (80, 8), (141, 8))  # (GPU GB, TP)
 DTYPES = ("bfloat16", "float32")
+KIND_LABELS = {"mla_latent": "MLA", "mla_per_head": "MLA per head", "linear_state": "linear", "mamba_state": "Mamba",
+               "none": "no cache"}
 
 
 def _kinds(facts) -> str:
     counts: dict[str, int] = {}
     for g in facts.groups():
         counts[g["kind"]] = counts.get(g["kind"], 0) + g["count"]
-    return " + ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items())
+    return " + ".join(f"{n} {KIND_LABELS.get(k, k)}" for k, n in counts.items() if k != "none")  # MLP-only: no cache
 
 
 def cost_rows(models: list, dtype: str) -> list[dict]:
