@@ -46,7 +46,9 @@ def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str |
         "fits": {str(gb): {str(tp): {str(s): facts.fits(gb * 10**9, s, tp, dtype, weight_dtype) for s in seqs}
                            for tp in TP_SIZES} for gb in GPU_SIZES_GB},
         "fits_basis": (f"requests of one sequence each whose engine-view cache fits in {GPU_MEMORY_UTILIZATION:g} x "
-                       "GPU bytes (GB = 10^9) minus weights / TP, per GPU; -1: the model keeps no per-request "
+                       "GPU bytes (GB = 10^9) minus weights (in weight_bytes.dtype) / TP, per GPU; KV heads split "
+                       "across ranks (replicated below one head per rank), MLA latent on every rank; activations not "
+                       "subtracted; -1: the model keeps no per-request "
                        "cache; analytic"),
         "defaults_used": list(facts.defaults_used),
         "notes": list(facts.notes),
