@@ -57,7 +57,7 @@ def _layers(cache):
         return [(type(layer).__name__, getattr(layer, "keys", None), getattr(layer, "values", None))
                 for layer in cache.layers]
     if hasattr(cache, "key_cache"):  # DynamicCache before the per-layer objects
-        return [("<list entry>", k, v) for k, v in zip(cache.key_cache, cache.value_cache)]
+        return [("key_cache/value_cache lists", k, v) for k, v in zip(cache.key_cache, cache.value_cache)]
     raise TypeError(f"unknown cache object {type(cache).__name__}")
 
 
@@ -113,6 +113,23 @@ def run_version(version: str) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def _version_key(version: str):
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def _layout_runs(versions: dict) -> list[dict]:
+    """Consecutive measured releases with the same layout, oldest first: where the layout changed."""
+    runs: list[dict] = []
+    for version in sorted(versions, key=_version_key):
+        layout = versions[version].get("layout") or ("no DeepseekV3" if "DeepseekV3Config" in
+                                                     versions[version].get("error", "") else "error")
+        if runs and runs[-1]["layout"] == layout:
+            runs[-1]["last_measured"] = version
+        else:
+            runs.append({"layout": layout, "first_measured": version, "last_measured": version})
+    return runs
+
+
 def main(argv: list[str]) -> int:
     if argv == ["--measure"]:
         print(json.dumps(measure()))
@@ -125,12 +142,20 @@ def main(argv: list[str]) -> int:
                                "scripts/mla_layouts.py on a tiny random-weight model (config in 'tiny_config'), "
                                f"one forward pass with use_cache on {SEQ} tokens, CPU, float32")
     results["tiny_config"] = TINY
+    results["layout_meaning"] = {
+        "latent": "one head; key width kv_lora_rank (16) or kv_lora_rank + qk_rope_head_dim (24): the compressed "
+                  "latent is cached (value, if any, holds the rope part)",
+        "per_head": "num_attention_heads (4) heads; key width qk_nope_head_dim + qk_rope_head_dim (20), value width "
+                    "v_head_dim (10) or padded to the key width: decompressed per-head K and V are cached",
+        "other": "neither of the above"}
     versions = results.setdefault("versions", {})
     for version in argv:
         versions[version] = run_version(version)
         v = versions[version]
         print(version, v.get("cache_class"), v.get("key_shape"), v.get("value_shape"), v.get("layout"),
               v.get("error", ""), flush=True)
+        results["versions"] = versions = dict(sorted(versions.items(), key=lambda kv: _version_key(kv[0])))
+        results["layout_runs"] = _layout_runs(versions)
         OUT.write_text(json.dumps(results, indent=2) + "\n")  # after each version: one failure costs no others
     return 0
 

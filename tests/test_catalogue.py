@@ -64,3 +64,22 @@ def test_catalogue_json_travels_in_the_wheel():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "kvreport.runner.catalogue" in setuptools["packages"]
     assert "*.json" in setuptools["package-data"]["*"]
+
+
+def test_mla_layouts_agree_with_their_shapes():
+    """Each measured release's layout label follows from its recorded shapes and the tiny config it ran."""
+    data = json.loads((CATALOGUE / "mla_layouts.json").read_text())
+    tiny = data["tiny_config"]
+    heads, rank, rope = tiny["num_attention_heads"], tiny["kv_lora_rank"], tiny["qk_rope_head_dim"]
+    measured = {v: r for v, r in data["versions"].items() if "error" not in r}
+    assert measured, "no release was measured"
+    for version, r in measured.items():
+        for layer in r["layers"]:
+            key, value = layer["key_shape"], layer["value_shape"]
+            assert layer["key_bytes"] == 4 * key[0] * key[1] * key[2] * key[3]  # float32 run
+            if layer["layout"] == "latent":
+                assert key[1] == 1 and key[-1] in (rank, rank + rope), version
+            else:
+                assert layer["layout"] == "per_head", version
+                assert key[1] == heads and key[-1] == tiny["qk_nope_head_dim"] + rope, version
+                assert value[-1] == tiny["v_head_dim"], version
