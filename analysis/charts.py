@@ -129,25 +129,6 @@ def natural_key(name) -> list:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", str(name))]
 
 
-def _tick_label(v: float) -> str:
-    return f"{v:,.0f}" if float(v).is_integer() else f"{v:g}"
-
-
-def _log_ticks(values) -> dict:
-    """Readable ticks for a log axis: the measured values themselves (16, 64, 128, ...) when there are few
-    of them, else 1, 2, 5 x 10^n across their range, instead of Plotly's 2, 3, 4 ... minor labels."""
-    vals = sorted({float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0})
-    if not vals:
-        return {}
-    if len(vals) <= 12:
-        return dict(tickvals=vals, ticktext=[_tick_label(v) for v in vals])
-    lo, hi = vals[0], vals[-1]
-    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
-             for m in (1, 2, 5) if lo / 1.6 <= m * 10.0 ** e <= hi * 1.6]
-    ticks = [float(f"{t:.12g}") for t in ticks]  # 0.30000000000000004 -> 0.3
-    return dict(tickvals=ticks, ticktext=[_tick_label(t) for t in ticks])
-
-
 def _axis_values(fig: go.Figure, axis: str) -> list:
     out = []
     for trace in fig.data:
@@ -157,14 +138,21 @@ def _axis_values(fig: go.Figure, axis: str) -> list:
     return out
 
 
-def _readable_log_axes(fig: go.Figure) -> None:
-    """Every log axis a page left without tick values gets readable ones (one rule for every chart), and
-    labels of reference lines on a log y axis move to log10 units, which is where Plotly places annotations
-    on a log axis (the lines themselves take data values)."""
+def _readable_axes(fig: go.Figure, units: dict[str, str]) -> None:
+    """One tick rule for every chart: a log axis a page left without tick values ticks at 1-2-5 in the unit
+    its tables print (bytes as KiB/MiB/GiB), and a linear axis of bytes ticks in one binary unit instead of
+    Plotly's "3M". Labels of reference lines on a log y axis move to log10 units, which is where Plotly places
+    annotations on a log axis (the lines themselves take data values)."""
+    from .site.formats import linear_byte_ticks, log_ticks  # here: the site package imports this module
+
     for axis in ("x", "y"):
         layout_axis = getattr(fig.layout, f"{axis}axis")
-        if layout_axis.type == "log" and layout_axis.tickvals is None:
-            getattr(fig, f"update_{axis}axes")(**_log_ticks(_axis_values(fig, axis)))
+        if layout_axis.tickvals is not None:
+            continue
+        if layout_axis.type == "log":
+            getattr(fig, f"update_{axis}axes")(**log_ticks(_axis_values(fig, axis), units.get(axis, "")))
+        elif units.get(axis) == "bytes":
+            getattr(fig, f"update_{axis}axes")(**linear_byte_ticks(_axis_values(fig, axis)))
     if fig.layout.yaxis.type == "log":
         for ann in fig.layout.annotations or ():
             if ann.yref == "y" and isinstance(ann.y, (int, float)) and ann.y > 0:
@@ -172,9 +160,11 @@ def _readable_log_axes(fig: go.Figure) -> None:
 
 
 def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str = "",
-               y_title: str = "", rows: list[dict] | None = None, columns: list[str] | None = None) -> Chart:
+               y_title: str = "", rows: list[dict] | None = None, columns: list[str] | None = None,
+               x_unit: str = "", y_unit: str = "") -> Chart:
     """Apply the shared look. `rows`/`columns` override the rows derived from the traces (pass them when
-    the chart shows aggregates whose source rows are more useful as the download)."""
+    the chart shows aggregates whose source rows are more useful as the download). x_unit/y_unit="bytes":
+    that axis holds bytes and ticks in binary units, as the tables print them."""
     if not CHART_ID.match(chart_id or ""):
         raise ValueError(f"chart id {chart_id!r}: use letters, digits, '-' and '_' only (it names a file)")
     if x_title:
@@ -182,7 +172,7 @@ def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str
     if y_title:
         fig.update_yaxes(title_text=y_title)
     fig.update_layout(**LAYOUT)
-    _readable_log_axes(fig)
+    _readable_axes(fig, {"x": x_unit, "y": y_unit})
     n_legend = sum(1 for t in fig.data if t.showlegend is not False)
     if n_legend > 6:  # a long legend takes rows from the plot: grow the figure instead (about 3 per row)
         fig.update_layout(height=min(LAYOUT["height"] + 20 * -(-n_legend // 3), 1000))
