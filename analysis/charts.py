@@ -195,6 +195,12 @@ def reference_lines(fig: go.Figure, lines: list[tuple[float, str]]) -> None:
                       annotation_font_color=MUTED)
 
 
+def noisy_markers(flags: list) -> dict:
+    """Markers of one series: a point whose spread the experiment flagged as wide is drawn hollow (noise,
+    not signal), the others solid; the tables flag the same rows."""
+    return dict(symbol=["circle-open" if f else "circle" for f in flags], size=[9 if f else 7 for f in flags])
+
+
 def spread(medians: list, lows: list, highs: list) -> dict:
     """Asymmetric error bars from p25/p75 (or any low/high pair) around the medians."""
     return dict(type="data", symmetric=False, array=[h - m for m, h in zip(medians, highs)],
@@ -204,7 +210,7 @@ def spread(medians: list, lows: list, highs: list) -> dict:
 def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: str, x_title: str,
           y_title: str, log_x: bool = False, log_y: bool = False, markers: bool = True,
           hlines: list[tuple[float, str]] | None = None, rows: list[dict] | None = None,
-          columns: list[str] | None = None) -> Chart:
+          columns: list[str] | None = None, x_unit: str = "", y_unit: str = "") -> Chart:
     """One line per series name; `hlines` draws ceilings (peak, measured roof) as labelled dashed lines."""
     fig = go.Figure()
     for name in sorted(series, key=natural_key):
@@ -218,13 +224,13 @@ def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: 
         fig.update_yaxes(type="log")
     else:
         fig.update_yaxes(rangemode="tozero")  # a flat line near its value should not look like a cliff
-    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns)
+    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns, x_unit, y_unit)
 
 
 def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: str, x_title: str,
          y_title: str, stacked: bool = False, error_y: dict[str, tuple[list, list]] | None = None,
          hlines: list[tuple[float, str]] | None = None, rows: list[dict] | None = None,
-         columns: list[str] | None = None, horizontal: bool = False) -> Chart:
+         columns: list[str] | None = None, horizontal: bool = False, y_unit: str = "") -> Chart:
     """Grouped (or stacked) bars; `error_y[name] = (minus, plus)` draws asymmetric spreads (p25/p75)."""
     fig = go.Figure()
     for name in sorted(series, key=natural_key):
@@ -242,4 +248,5 @@ def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: s
     # A lone bar should not fill the plot: widen the gap when there are few categories.
     fig.update_layout(barmode="stack" if stacked else "group", bargap=0.25 if n_cats > 3 else 0.6)
     reference_lines(fig, hlines or [])
-    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns)
+    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns,
+                      y_unit="" if horizontal else y_unit)

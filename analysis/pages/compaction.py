@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from kvreport.analysis.charts import make_chart, reference_lines, spread
+from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
 from kvreport.analysis.site import PageSpec
 
 from ._helpers import newest_first, skip_notes
@@ -23,11 +23,11 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
         if not rs:
             continue
         fig.add_trace(go.Scatter(
-            x=[r["bytes_moved"] / 1e6 for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
-            error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
+            x=[r["bytes_moved"] for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
+            marker=noisy_markers([r["spread_wide"] for r in rs]), error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
     same_size = [r for r in rows if r["method"] == "naive" and r["roof_basis"] == "same-size copy roof"]
     if same_size:  # the roof curve: the copy roof measured at each workload's size
-        fig.add_trace(go.Scatter(x=[r["bytes_moved"] / 1e6 for r in same_size], y=[r["roof_gbs"] for r in same_size],
+        fig.add_trace(go.Scatter(x=[r["bytes_moved"] for r in same_size], y=[r["roof_gbs"] for r in same_size],
                                  name="copy roof, same size", mode="lines", line={"dash": "dot"}))
     ceilings = [] if same_size else [(rows[0]["roof_gbs"], "measured copy roof")]
     if rows[0]["peak_gbs"]:
@@ -38,9 +38,10 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
     return make_chart(
         f"compaction-gbs-run{run_id}", fig, f"Compaction bandwidth vs workload size · {label}",
         "GB/s (bytes read + written over the median time) of each gather method for each workload size, with "
-        "p25-p75 error bars, against the copy roof measured at the same size (dotted) and (on a GPU) the "
-        "theoretical peak (dashed). The x axis is logarithmic.",
-        "bytes moved (MB, read + written)", "GB/s")
+        "p25-p75 error bars (hollow points: a wide spread, noise rather than signal), against the copy roof "
+        "measured at the same size (dotted) and (on a GPU) the theoretical peak (dashed). The x axis is "
+        "logarithmic.",
+        "bytes moved (read + written)", "GB/s", x_unit="bytes")
 
 
 @dataclass

@@ -49,7 +49,7 @@ def context(q, site) -> MemoryPage:
         "sequence lengths, with the formula value drawn as a dashed line. Flat lines on the formula mean the "
         "cache grows exactly linearly.",
         "sequence length (tokens)", "bytes per token", log_x=True,
-        hlines=[(v, label) for v, label in formula_lines])
+        hlines=[(v, label) for v, label in formula_lines], y_unit="bytes")
 
     layer_series: dict[str, tuple[list, list]] = {}
     for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site)):
@@ -61,7 +61,7 @@ def context(q, site) -> MemoryPage:
     layer_chart = charts.bars(
         "memory-per-layer", layer_series, "K and V bytes per layer (longest batch-1 prefill)",
         "Bytes held by the key and value tensors of each layer. Equal bars mean every layer caches the "
-        "same number of tokens; shorter bars mark sliding-window layers.", "layer", "bytes")
+        "same number of tokens; shorter bars mark sliding-window layers.", "layer", "bytes", y_unit="bytes")
 
     alloc_chart = None
     if allocator:
