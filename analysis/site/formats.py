@@ -122,5 +122,23 @@ def linear_byte_ticks(values) -> dict:
     return dict(tickvals=ticks, ticktext=[fmt_bytes(t) for t in ticks])
 
 
+def fmt_headline(value, unit: str) -> tuple[str, str]:
+    """A headline's number and unit as every page prints them: bytes in binary units ("36 KiB", "/token"),
+    shares with their % sign ("26.2%", "of read roof"), ratios as "1.36×"."""
+    unit = unit or ""
+    if value is None:
+        return "–", unit
+    if unit == "B" or unit.startswith("B/"):
+        return fmt_bytes(value), unit[1:]
+    if unit == "MB":  # the seed's decimal megabytes (10^6 B), converted to the site's binary units
+        return fmt_bytes(value * 1e6), ""
+    if unit.startswith("%"):
+        return f"{fmt_num(value)}%", unit[1:].strip()
+    if unit.startswith(("x ", "× ")) or unit in ("x", "×"):
+        return fmt_ratio(value), unit[1:].strip()
+    return fmt_auto(value), unit
+
+
 FILTERS = {"int": fmt_int, "num": fmt_num, "bytes": fmt_bytes, "pct": fmt_pct, "auto": fmt_auto,
-           "signed_pct": fmt_signed_pct, "ratio": fmt_ratio, "slug": slugify}
+           "signed_pct": fmt_signed_pct, "ratio": fmt_ratio, "slug": slugify,
+           "headline": lambda value, unit: fmt_headline(value, unit)}

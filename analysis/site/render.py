@@ -36,7 +36,8 @@ def _blank(v) -> bool:
 def table_layout(rows: list[dict], cols: list[tuple], answer: str | None = None, keep=()) -> dict:
     """How the shared table macro lays out `rows`: the answer column first, columns empty in every row
     dropped, and columns holding one value in every row (of two or more) said once above the table instead
-    of in each row. `keep` names columns never moved out (a key the reader scans, a verdict)."""
+    of in each row. `keep` names columns never moved out, even when empty (a key the reader scans, a
+    verdict, a column other pages' readers look up by its header)."""
     cols = [tuple(c) for c in cols]
     if answer is not None:
         if answer not in [c[0] for c in cols]:
@@ -48,7 +49,7 @@ def table_layout(rows: list[dict], cols: list[tuple], answer: str | None = None,
     for col in cols:
         key = col[0]
         values = [r.get(key) for r in rows]
-        if all(_blank(v) for v in values) and key != answer:
+        if all(_blank(v) for v in values) and key != answer and key not in keep:
             dropped.append(col)
         elif (len(rows) > 1 and key not in keep and key != answer and not any(_blank(v) for v in values)
               and all(v == values[0] and type(v) is type(values[0]) for v in values)):
