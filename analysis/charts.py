@@ -190,7 +190,7 @@ def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str
 def reference_lines(fig: go.Figure, lines: list[tuple[float, str]]) -> None:
     """Ceilings and floors (peak, measured roof, memory limit) as labelled dashed lines, one style site-wide."""
     for value, label in lines:
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5, layer="above",
                       annotation_text=str(label), annotation_position="top left",
                       annotation_font_color=MUTED)
 

@@ -105,6 +105,7 @@ class ComparePage:
     repeated: list[dict]      # configurations with more than one run
     labels: dict[int, str]
     differs: dict[int, str]   # run_id -> what sets it apart from the other runs compared
+    answers: list[dict]       # the page's opening number and sentence
 
 
 def context(q, site) -> ComparePage:
@@ -159,7 +160,19 @@ def context(q, site) -> ComparePage:
     for r in site.runs:
         configs.setdefault(config_key(r), []).append(r["run_id"])
     repeated = {k: v for k, v in configs.items() if len(v) > 1}
-    return ComparePage(metrics=metrics, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
+    if repeated:
+        kinds = {v: sum(c["verdict"] == v for c in found) for v in ("regression", "improvement", "within noise")}
+        answers = [{"run_id": None, "value": len(found), "unit": f"of {n_compared} metrics changed",
+                    "finding": f"Across {len(repeated)} configuration(s) measured more than once, each run against the "
+                               f"previous one: {kinds['regression']} regression(s), {kinds['improvement']} "
+                               f"improvement(s), {kinds['within noise']} within noise (threshold "
+                               f"{THRESHOLD:.0%})."}]
+    else:
+        answers = [{"run_id": None, "value": 0, "unit": "configurations run twice",
+                    "finding": f"No model, dtype and device was measured twice, so no change can be called a "
+                               f"regression; the {len(runs)} runs differ by what their labels below name and are set "
+                               "side by side on normalised metrics only."}]
+    return ComparePage(metrics=metrics, answers=answers, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
                        charts=chart_list, changes=found, n_compared=n_compared, threshold=THRESHOLD,
                        repeated=[{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
                                  for k, v in sorted(repeated.items())],

@@ -18,11 +18,12 @@ MAX_CHARTS = 4  # newest runs get a chart; every run is in the tables
 
 def step_chart(run_id: int, rows: list[dict], label: str):
     fig = go.Figure()
+    dash = {"eager": "solid", "static": "dash", "graph": "dot"}  # modes that overlap stay told apart
     for _, mode, batch in sorted({(r["mode_order"], r["mode"], r["batch_size"]) for r in rows}):
         rs = [r for r in rows if r["batch_size"] == batch and r["mode"] == mode]
         fig.add_trace(go.Scatter(
             x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"{mode}, batch {batch}",
-            mode="lines+markers", marker=noisy_markers([r["spread_wide"] for r in rs]),
+            mode="lines+markers", line=dict(dash=dash.get(mode, "solid")), marker=noisy_markers([r["spread_wide"] for r in rs]),
             error_y=spread([r["step_ms"] for r in rs], [r["p25_ms"] for r in rs], [r["p75_ms"] for r in rs])))
     floor = rows[0]["weights_floor_ms"]
     basis = "read roof" if rows[0]["roof_basis"] == "same-size read roof" else "copy roof"
