@@ -218,6 +218,7 @@ def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: 
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=str(name),
                                  mode="lines+markers" if markers else "lines"))
     reference_lines(fig, hlines or [])
+    fig.update_layout(showlegend=True)  # a lone line still says what it is (Plotly hides a one-trace legend)
     if log_x:
         fig.update_xaxes(type="log")
     if log_y:
