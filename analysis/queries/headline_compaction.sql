@@ -20,7 +20,9 @@ SELECT e.run_id,
                                         100 * bb.gbs / dc.roof_gbs, dc.roof_gbs), ''),
                         ns.time_ms / bs.time_ms, e.small / 1024) END
          || CASE WHEN bb.spread_wide OR nb.spread_wide THEN ' (wide timing spread: see the page)' ELSE '' END AS finding,
-       100 * bb.pct_of_roof AS value, '% of copy roof' AS unit, 'compaction.html' AS page
+       100 * bb.pct_of_roof AS value,
+       CASE WHEN bb.roof_basis = 'same-size copy roof' THEN '% of same-size copy roof' ELSE '% of copy roof' END AS unit,
+       'compaction.html' AS page
 FROM ends e JOIN runs r USING (run_id)
 JOIN best USING (run_id)
 LEFT JOIN device_ceilings dc ON dc.run_id = e.run_id

@@ -38,7 +38,7 @@ SELECT b1.run_id,
          || coalesce('; ' || o.modes_txt, '')
          || CASE WHEN b1.noisy THEN ' (some timings have a wide spread: see the page)' ELSE '' END AS finding,
        100 * b1.pct_of_roof AS value,
-       CASE WHEN b1.basis = 'same-size read roof' THEN '% of read roof' ELSE '% of copy roof' END AS unit,
+       CASE WHEN b1.basis = 'same-size read roof' THEN '% of same-size read roof' ELSE '% of copy roof' END AS unit,
        'decode.html' AS page
 FROM b1 JOIN runs r USING (run_id) LEFT JOIN scale s USING (run_id) LEFT JOIN others o USING (run_id)
 ORDER BY b1.run_id;
