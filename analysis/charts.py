@@ -129,25 +129,6 @@ def natural_key(name) -> list:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", str(name))]
 
 
-def _tick_label(v: float) -> str:
-    return f"{v:,.0f}" if float(v).is_integer() else f"{v:g}"
-
-
-def _log_ticks(values) -> dict:
-    """Readable ticks for a log axis: the measured values themselves (16, 64, 128, ...) when there are few
-    of them, else 1, 2, 5 x 10^n across their range, instead of Plotly's 2, 3, 4 ... minor labels."""
-    vals = sorted({float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0})
-    if not vals:
-        return {}
-    if len(vals) <= 12:
-        return dict(tickvals=vals, ticktext=[_tick_label(v) for v in vals])
-    lo, hi = vals[0], vals[-1]
-    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
-             for m in (1, 2, 5) if lo / 1.6 <= m * 10.0 ** e <= hi * 1.6]
-    ticks = [float(f"{t:.12g}") for t in ticks]  # 0.30000000000000004 -> 0.3
-    return dict(tickvals=ticks, ticktext=[_tick_label(t) for t in ticks])
-
-
 def _axis_values(fig: go.Figure, axis: str) -> list:
     out = []
     for trace in fig.data:
@@ -157,14 +138,21 @@ def _axis_values(fig: go.Figure, axis: str) -> list:
     return out
 
 
-def _readable_log_axes(fig: go.Figure) -> None:
-    """Every log axis a page left without tick values gets readable ones (one rule for every chart), and
-    labels of reference lines on a log y axis move to log10 units, which is where Plotly places annotations
-    on a log axis (the lines themselves take data values)."""
+def _readable_axes(fig: go.Figure, units: dict[str, str]) -> None:
+    """One tick rule for every chart: a log axis a page left without tick values ticks at 1-2-5 in the unit
+    its tables print (bytes as KiB/MiB/GiB), and a linear axis of bytes ticks in one binary unit instead of
+    Plotly's "3M". Labels of reference lines on a log y axis move to log10 units, which is where Plotly places
+    annotations on a log axis (the lines themselves take data values)."""
+    from .site.formats import linear_byte_ticks, log_ticks  # here: the site package imports this module
+
     for axis in ("x", "y"):
         layout_axis = getattr(fig.layout, f"{axis}axis")
-        if layout_axis.type == "log" and layout_axis.tickvals is None:
-            getattr(fig, f"update_{axis}axes")(**_log_ticks(_axis_values(fig, axis)))
+        if layout_axis.tickvals is not None:
+            continue
+        if layout_axis.type == "log":
+            getattr(fig, f"update_{axis}axes")(**log_ticks(_axis_values(fig, axis), units.get(axis, "")))
+        elif units.get(axis) == "bytes":
+            getattr(fig, f"update_{axis}axes")(**linear_byte_ticks(_axis_values(fig, axis)))
     if fig.layout.yaxis.type == "log":
         for ann in fig.layout.annotations or ():
             if ann.yref == "y" and isinstance(ann.y, (int, float)) and ann.y > 0:
@@ -172,9 +160,11 @@ def _readable_log_axes(fig: go.Figure) -> None:
 
 
 def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str = "",
-               y_title: str = "", rows: list[dict] | None = None, columns: list[str] | None = None) -> Chart:
+               y_title: str = "", rows: list[dict] | None = None, columns: list[str] | None = None,
+               x_unit: str = "", y_unit: str = "") -> Chart:
     """Apply the shared look. `rows`/`columns` override the rows derived from the traces (pass them when
-    the chart shows aggregates whose source rows are more useful as the download)."""
+    the chart shows aggregates whose source rows are more useful as the download). x_unit/y_unit="bytes":
+    that axis holds bytes and ticks in binary units, as the tables print them."""
     if not CHART_ID.match(chart_id or ""):
         raise ValueError(f"chart id {chart_id!r}: use letters, digits, '-' and '_' only (it names a file)")
     if x_title:
@@ -182,7 +172,7 @@ def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str
     if y_title:
         fig.update_yaxes(title_text=y_title)
     fig.update_layout(**LAYOUT)
-    _readable_log_axes(fig)
+    _readable_axes(fig, {"x": x_unit, "y": y_unit})
     n_legend = sum(1 for t in fig.data if t.showlegend is not False)
     if n_legend > 6:  # a long legend takes rows from the plot: grow the figure instead (about 3 per row)
         fig.update_layout(height=min(LAYOUT["height"] + 20 * -(-n_legend // 3), 1000))
@@ -200,9 +190,15 @@ def make_chart(chart_id: str, fig: go.Figure, title: str, alt: str, x_title: str
 def reference_lines(fig: go.Figure, lines: list[tuple[float, str]]) -> None:
     """Ceilings and floors (peak, measured roof, memory limit) as labelled dashed lines, one style site-wide."""
     for value, label in lines:
-        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5,
+        fig.add_hline(y=value, line_dash="dash", line_color=REFERENCE_LINE, line_width=1.5, layer="above",
                       annotation_text=str(label), annotation_position="top left",
                       annotation_font_color=MUTED)
+
+
+def noisy_markers(flags: list) -> dict:
+    """Markers of one series: a point whose spread the experiment flagged as wide is drawn hollow (noise,
+    not signal), the others solid; the tables flag the same rows."""
+    return dict(symbol=["circle-open" if f else "circle" for f in flags], size=[9 if f else 7 for f in flags])
 
 
 def spread(medians: list, lows: list, highs: list) -> dict:
@@ -214,7 +210,7 @@ def spread(medians: list, lows: list, highs: list) -> dict:
 def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: str, x_title: str,
           y_title: str, log_x: bool = False, log_y: bool = False, markers: bool = True,
           hlines: list[tuple[float, str]] | None = None, rows: list[dict] | None = None,
-          columns: list[str] | None = None) -> Chart:
+          columns: list[str] | None = None, x_unit: str = "", y_unit: str = "") -> Chart:
     """One line per series name; `hlines` draws ceilings (peak, measured roof) as labelled dashed lines."""
     fig = go.Figure()
     for name in sorted(series, key=natural_key):
@@ -222,19 +218,20 @@ def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: 
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=str(name),
                                  mode="lines+markers" if markers else "lines"))
     reference_lines(fig, hlines or [])
+    fig.update_layout(showlegend=True)  # a lone line still says what it is (Plotly hides a one-trace legend)
     if log_x:
         fig.update_xaxes(type="log")
     if log_y:
         fig.update_yaxes(type="log")
     else:
         fig.update_yaxes(rangemode="tozero")  # a flat line near its value should not look like a cliff
-    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns)
+    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns, x_unit, y_unit)
 
 
 def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: str, x_title: str,
          y_title: str, stacked: bool = False, error_y: dict[str, tuple[list, list]] | None = None,
          hlines: list[tuple[float, str]] | None = None, rows: list[dict] | None = None,
-         columns: list[str] | None = None, horizontal: bool = False) -> Chart:
+         columns: list[str] | None = None, horizontal: bool = False, y_unit: str = "") -> Chart:
     """Grouped (or stacked) bars; `error_y[name] = (minus, plus)` draws asymmetric spreads (p25/p75)."""
     fig = go.Figure()
     for name in sorted(series, key=natural_key):
@@ -252,4 +249,5 @@ def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: s
     # A lone bar should not fill the plot: widen the gap when there are few categories.
     fig.update_layout(barmode="stack" if stacked else "group", bargap=0.25 if n_cats > 3 else 0.6)
     reference_lines(fig, hlines or [])
-    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns)
+    return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns,
+                      y_unit="" if horizontal else y_unit)

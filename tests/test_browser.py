@@ -149,9 +149,10 @@ def test_long_tables_sort_by_keyboard(browser, built_site):
     ctx = browser.new_context(viewport=DESKTOP)
     page = ctx.new_page()
     problems = _watch(page)
-    sortable = [n for n in _pages(built_site) if 'class="sortable"' in (built_site / n).read_text(encoding="utf-8")]
+    sortable = [n for n in _pages(built_site) if 'class="sortable' in (built_site / n).read_text(encoding="utf-8")]
     assert sortable, "no table long enough to sort in the fixture site: nothing was tested"
     page.goto((built_site / sortable[0]).as_uri(), wait_until="load")
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")  # folded tables
     table = page.locator("table.sortable").first
     # The first numeric column (cells carry data-sort) is sorted by focusing its header button and pressing Enter.
     col = page.evaluate("""() => { const t = document.querySelector('table.sortable');
@@ -224,4 +225,99 @@ def test_xss_payloads_never_execute(browser, payload_site):
             assert any('<img src=x onerror="window.__xss=3">' in t for t in legend), legend
     assert shown > 0, "the payload text never appeared on a page: nothing was tested"
     assert problems == []
+    ctx.close()
+
+
+# --- answer-first tables and unit ticks (issue 27) -------------------------------------------------------
+OPEN_DETAILS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
+# Tables (inside their scrolling wrapper) wider than the wrapper: [table id, pixels hidden].
+TABLE_OVERFLOW_JS = """() => Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.offsetParent !== null)
+  .map(w => [(w.querySelector('table') || {}).id || '(chart data)', w.scrollWidth - w.clientWidth])
+  .filter(x => x[1] > 1)"""
+# Each table scrolled to its right end: its first column's cell must still be fully in view (sticky).
+FIRST_COLUMN_JS = """() => { const bad = [];
+  document.querySelectorAll('.table-wrap').forEach(w => {
+    if (w.offsetParent === null) { return; }
+    const t = w.querySelector('table');
+    if (!t || !t.rows.length) { return; }
+    w.scrollLeft = w.scrollWidth;
+    const rows = t.tBodies.length && t.tBodies[0].rows.length ? t.tBodies[0].rows : t.rows;
+    const cell = rows[0].cells[0], r = cell.getBoundingClientRect(), wr = w.getBoundingClientRect();
+    if (r.width === 0 || r.left < Math.max(wr.left, 0) - 1 || r.right > Math.min(wr.right, innerWidth) + 1) {
+      bad.push([t.id || '(chart data)', Math.round(r.left), Math.round(r.right), Math.round(wr.right)]);
+    }
+  });
+  return bad; }"""
+TICKS_JS = """() => Array.from(document.querySelectorAll('.plot .xtick text, .plot .ytick text'))
+  .map(e => e.textContent)"""
+
+
+def significant_digits(label: str) -> int:
+    """Significant digits of a tick label: "0.147456" 6, "2,000" 1, "500 KiB" 1, "1.25" 3."""
+    digits = "".join(ch for ch in label if ch.isdigit())
+    digits = digits.lstrip("0")
+    return len(digits.rstrip("0")) if "." not in label else len(digits)
+
+
+def test_significant_digits_counts_what_a_reader_reads():
+    assert significant_digits("0.147456") == 6
+    assert significant_digits("2.06438") == 6
+    assert significant_digits("2,000") == 1
+    assert significant_digits("500 KiB") == 1
+    assert significant_digits("16,384") == 5
+
+
+def test_no_table_scrolls_sideways_at_1280(browser, built_site):
+    ctx = browser.new_context(viewport=DESKTOP)
+    page = ctx.new_page()
+    problems = _watch(page)
+    wide = {}
+    n_tables = 0
+    for name in _pages(built_site):
+        page.goto((built_site / name).as_uri(), wait_until="load")
+        page.evaluate(OPEN_DETAILS_JS)  # folded detail tables count too
+        n_tables += page.evaluate("() => document.querySelectorAll('.table-wrap table').length")
+        over = page.evaluate(TABLE_OVERFLOW_JS)
+        if over:
+            wide[name] = over
+    assert wide == {}, f"tables wider than a 1280 px window (id, px hidden): {wide}"
+    assert n_tables > 20, "too few tables in the fixture site: nothing was tested"
+    assert problems == []
+    ctx.close()
+
+
+def test_first_column_stays_in_view_at_390(browser, built_site):
+    ctx = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = ctx.new_page()
+    problems = _watch(page)
+    hidden = {}
+    scrolled = 0
+    for name in _pages(built_site):
+        page.goto((built_site / name).as_uri(), wait_until="load")
+        page.evaluate(OPEN_DETAILS_JS)
+        scrolled += page.evaluate("""() => Array.from(document.querySelectorAll('.table-wrap'))
+            .filter(w => w.offsetParent !== null && w.scrollWidth > w.clientWidth + 1).length""")
+        bad = page.evaluate(FIRST_COLUMN_JS)
+        if bad:
+            hidden[name] = bad
+    assert hidden == {}, f"first columns out of view once the table scrolls (id, left, right, wrapper right): {hidden}"
+    assert scrolled > 0, "no table scrolls at 390 px in the fixture site: the sticky column was never tested"
+    assert problems == []
+    ctx.close()
+
+
+@pytest.mark.parametrize("name", ["compaction.html", "decode.html", "memory.html"])
+def test_axes_tick_in_units(browser, built_site, name):
+    """Log and byte axes tick at 1-2-5 in the unit the tables print: no label with more than 4 significant
+    digits (the raw-float ticks "0.147456, 0.589824, 2.06438" fail), and byte axes say KiB/MiB, not "3M"."""
+    ctx = browser.new_context(viewport=DESKTOP)
+    page = ctx.new_page()
+    page.goto((built_site / name).as_uri(), wait_until="load")
+    ticks = page.evaluate(TICKS_JS)
+    assert ticks, f"{name}: no axis ticks rendered"
+    long = [t for t in ticks if significant_digits(t) > 4]
+    assert long == [], f"{name}: tick labels with more than 4 significant digits: {long}"
+    assert not [t for t in ticks if t.rstrip().endswith(("M", "k", "G"))], f"{name}: SI-suffixed byte ticks {ticks}"
+    if name == "compaction.html":
+        assert any(t.endswith(("KiB", "MiB", "GiB")) for t in ticks), f"{name}: bytes axis not in binary units: {ticks}"
     ctx.close()

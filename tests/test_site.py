@@ -11,7 +11,6 @@ import io
 import json
 import re
 import shutil
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -22,52 +21,9 @@ from kvreport.analysis.pages import claims as claims_page
 from kvreport.analysis.pages import compare as compare_page
 from kvreport.analysis.site import BuildError, build_site, check_links
 from conftest import PAYLOADS, write_payload_db
+from htmldoc import Doc
 
 MAX_PAGE_BYTES = 300_000  # "no HTML page over a few hundred KB"
-
-
-class Doc(HTMLParser):
-    """Just enough of the DOM for assertions: elements with attributes, text per element, script blocks."""
-
-    def __init__(self, text: str):
-        super().__init__(convert_charrefs=True)
-        self.elements: list[tuple[str, dict]] = []
-        self.scripts: list[tuple[dict, str]] = []
-        self.tables: list[dict] = []
-        self._stack: list[dict] = []
-        self._script: dict | None = None
-        self._text: list[str] = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        self.elements.append((tag, a))
-        if tag == "script":
-            self._script = a
-            self._text = []
-        if tag == "table":
-            self._stack.append({"attrs": a, "body_rows": 0, "in_body": False})
-        if self._stack:
-            t = self._stack[-1]
-            if tag == "tbody":
-                t["in_body"] = True
-            if tag == "tr" and t["in_body"]:
-                t["body_rows"] += 1
-
-    def handle_endtag(self, tag):
-        if tag == "script" and self._script is not None:
-            self.scripts.append((self._script, "".join(self._text)))
-            self._script = None
-        if tag == "table" and self._stack:
-            self.tables.append(self._stack.pop())
-
-    def handle_data(self, data):
-        if self._script is not None:
-            self._text.append(data)
-
-    def find(self, tag=None, **attrs) -> list[dict]:
-        return [a for t, a in self.elements if (tag is None or t == tag)
-                and all(a.get(k.rstrip("_").replace("_", "-")) == v for k, v in attrs.items())]
 
 
 def pages_of(site: Path) -> list[Path]:
@@ -549,7 +505,8 @@ def test_log_axes_get_readable_ticks_and_their_labels_land_on_their_lines():
     fig.update_yaxes(type="log")
     fig.update_xaxes(type="log")
     spec = json.loads(charts.make_chart("t", fig, "t", "t", "x", "y").figure_json)["layout"]
-    assert spec["yaxis"]["ticktext"][:4] == ["2", "5", "10", "20"] and "1,000" in spec["yaxis"]["ticktext"]
+    # four decades of 1-2-5 would be 13 crowded ticks: a wide range keeps the powers of ten
+    assert spec["yaxis"]["ticktext"] == ["10", "100", "1,000", "10,000", "100,000"]
     assert spec["xaxis"]["tickvals"][:3] == [1, 2, 5]
     # Plotly places annotations on a log axis in log10 units; the dashed line itself takes data units.
     assert spec["annotations"][0]["y"] == 3 and spec["shapes"][0]["y0"] == 1000
@@ -642,3 +599,90 @@ def test_build_never_imports_torch(small_db, tmp_path):
     assert "kvreport.analysis.site.build" in built_mods  # the parse found the builder's own imports
     for mods in (help_mods, built_mods):
         assert not {m for m in mods if m == "torch" or m.startswith("torch.")}
+
+
+# --- answer-first tables, units, the chart bundle, pending pages (issue 27) -------------------------------
+from kvreport.analysis.pages import index as index_page  # noqa: E402
+from kvreport.analysis.site import formats  # noqa: E402
+from kvreport.analysis.site.render import table_layout  # noqa: E402
+
+
+def test_table_layout_leads_with_the_answer_and_says_constants_once():
+    cols = [("run_id", "run", "int"), ("model", "model", "text"), ("triton", "triton", "gbs"),
+            ("batch", "batch", "int"), ("bound", "bound", "text")]
+    rows = [{"run_id": 1, "model": "gpt2", "triton": None, "batch": 1, "bound": "launch"},
+            {"run_id": 1, "model": "gpt2", "triton": None, "batch": 4, "bound": "compute"}]
+    lay = table_layout(rows, cols, answer="bound")
+    assert [c[0] for c in lay["cols"]] == ["bound", "batch"]          # answer first; run, model constant
+    assert [(c[0], v) for c, v in lay["constant"]] == [("run_id", 1), ("model", "gpt2")]
+    assert [c[0] for c in lay["dropped"]] == ["triton"]               # empty in every row
+    # `keep` holds a column in the table even when constant; one row has no constants to hoist
+    assert [c[0] for c in table_layout(rows, cols, keep=["model"])["cols"]] == ["model", "batch", "bound"]
+    assert table_layout(rows[:1], cols)["constant"] == []
+    # a constant answer stays the answer: it is the table's point
+    same = [dict(r, bound="launch") for r in rows]
+    assert table_layout(same, cols, answer="bound")["cols"][0][0] == "bound"
+    with pytest.raises(ValueError, match="answer column 'nope'"):
+        table_layout(rows, cols, answer="nope")
+
+
+def test_one_number_style_and_unit_ticks():
+    assert formats.fmt_ratio(3.94) == "3.94×" and formats.fmt_ratio(12.34) == "12.3×"
+    assert formats.fmt_ratio(None) == "–"
+    ticks = formats.log_ticks([147456, 589824, 2064384, 151_000_000], "bytes")
+    assert ticks["ticktext"] == ["100 KiB", "1 MiB", "10 MiB", "100 MiB"]
+    assert ticks["tickvals"] == [100 * 1024, 2 ** 20, 10 * 2 ** 20, 100 * 2 ** 20]
+    assert formats.log_ticks([64, 128, 256, 512])["ticktext"] == ["50", "100", "200", "500"]
+    lin = formats.linear_byte_ticks([0, 3_000_000])
+    assert lin["ticktext"] == ["0 B", "1 MiB", "2 MiB", "3 MiB"]
+
+
+def test_chart_bundle_is_plotlys_basic_dist_at_the_pinned_version(built_site):
+    """The vendored bundle is plotly.js-basic-dist-min at the plotly.js version the plotly package pins (its
+    figure JSON is that version's), and every chart draws only the trace types the basic bundle has."""
+    import plotly.offline
+
+    head = (built_site / "assets" / "plotly.min.js").read_text(encoding="utf-8")[:200]
+    assert "(basic - minified)" in head, head
+    assert f"v{plotly.offline.get_plotlyjs_version()}" in head, head
+    kinds = set()
+    for page in pages_of(built_site):
+        for attrs, text in Doc(page.read_text(encoding="utf-8")).scripts:
+            if attrs.get("type") == "application/json":
+                kinds |= {t.get("type", "scatter") for t in json.loads(text)["data"]}
+    assert kinds and kinds <= {"bar", "pie", "scatter"}, kinds
+
+
+def test_pages_without_data_are_marked_gpu_pending(built_site):
+    """The fixture DB holds CPU runs only: Fragmentation is marked in every page's navigation and is one short
+    paragraph, no tables; pages with data are not marked."""
+    for page in pages_of(built_site):
+        doc = Doc(page.read_text(encoding="utf-8"))
+        pending = [a for a in doc.find("a") if "pending" in (a.get("class") or "")]
+        assert [a["href"] for a in pending] == ["fragmentation.html"], page.name
+    frag = Doc((built_site / "fragmentation.html").read_text(encoding="utf-8"))
+    assert frag.tables == [] and frag.find(id="fragmentation-skipped")
+    assert "GPU pending" in (built_site / "fragmentation.html").read_text(encoding="utf-8")
+
+
+def test_tables_lead_with_their_answer(built_site):
+    decode = Doc((built_site / "decode.html").read_text(encoding="utf-8")).table("decode-bound")
+    assert decode["head"][0] == "bound"
+    assert "device" not in decode["head"] and "device AMD EPYC" in decode["caption"]  # one device: said once
+    inter = Doc((built_site / "interference.html").read_text(encoding="utf-8")).table("interference-summary")
+    assert inter["head"][0] == "both / longer alone" and inter["rows"][0][0].endswith("×")
+
+
+def test_every_page_opens_with_an_answer(built_site):
+    """Each topic page with a headline opens with it: a number, then the sentence."""
+    for slug in ("memory", "decode", "compaction", "crossover", "interference"):
+        text = (built_site / f"{slug}.html").read_text(encoding="utf-8")
+        main = text[text.index("<main"):]
+        assert main.index('class="answer"') < main.index("</h1>") + 200, slug
+
+
+def test_machine_card_says_shared_vm_from_what_the_run_recorded():
+    run = {"os": "Linux 6.18.44-fc-v857", "cpu": "AMD EPYC"}
+    assert index_page.shared_vm(run).startswith("shared VM, inferred from kernel release tag “fc”")
+    assert index_page.shared_vm({"os": "Linux 6.8.0-1015-aws", "cpu": "Intel Xeon"}) is not None
+    assert index_page.shared_vm({"os": "Linux 6.8.0-45-generic", "cpu": "AMD Ryzen 9 7950X"}) is None

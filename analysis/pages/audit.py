@@ -118,7 +118,7 @@ def _cost(q, a: dict) -> dict:
         names = [f"{r['model']} ({r['provider']})" for r in priced]
         chart = charts.bars(
             _cid(aid, "cost-by-model"), {label: (names, [r[key] for r in priced]) for key, label in COST_PARTS},
-            "Cost by model",
+            "Dollars per model, by token class",
             "US dollars each model's calls cost, split into uncached input, cache reads, cache writes and output, "
             "at the rates in the table below (models no price table knows are listed there, not charted).",
             "model", "USD", stacked=True,
@@ -169,9 +169,11 @@ class AuditPage:
     evict: list[dict]
     prefix_chart: object | None
     price_snapshots: list[dict] = field(default_factory=list)  # footer: the price data each audit used
+    demo_only: bool = False  # every audit reads generated demo traffic: the page says DEMONSTRATION at its top
 
 
 def context(q, site) -> AuditPage:
     audits = q("audit_list")
     details = [_detail(q, a, site) for a in _featured(audits)]
-    return AuditPage(audits=audits, details=details, **_prefix(q), price_snapshots=_price_snapshots(audits))
+    return AuditPage(audits=audits, details=details, **_prefix(q), price_snapshots=_price_snapshots(audits),
+                     demo_only=bool(audits) and all(a["run_id"] is not None for a in audits))

@@ -22,6 +22,7 @@ class ClaimsPage:
     n_claims: int
     csv: str
     verdicts: list[str]
+    answers: list[dict]         # the page's opening number and sentence
 
 
 def context(q, site) -> ClaimsPage:
@@ -59,6 +60,12 @@ def context(q, site) -> ClaimsPage:
 
     csv = site.shown_csv("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
                                                                       r["run_id"] or 0)), LEDGER_COLUMNS)
-    return ClaimsPage(groups=groups, counts=verdict_counts(shown), n_shown=len(shown),
+    counts = verdict_counts(shown)
+    parts = ", ".join(f"{n} {v}" for v, n in counts)
+    n_confirmed = dict(counts).get("confirmed", 0)
+    answers = [{"run_id": None, "value": n_confirmed, "unit": f"of {len(shown)} verdicts confirmed",
+                "finding": f"On {len({r['claim_id'] for r in shown})} quantitative claims of the seed documents, "
+                           f"for the latest run of each configuration: {parts}."}] if shown else []
+    return ClaimsPage(groups=groups, counts=counts, n_shown=len(shown), answers=answers,
                       pending=sum(r["verdict"] == GPU_PENDING for r in shown), n_rows=len(rows), n_hidden=n_hidden,
                       n_claims=len({r["claim_id"] for r in rows}), csv=csv, verdicts=VERDICTS)

@@ -21,6 +21,30 @@ THRESHOLD = 0.10  # a change smaller than 10% between two runs of one configurat
 NORMALISED_UNITS = ["B/token", "% of roof", "% of peak"]
 
 
+# What can differ between two runs of a comparison, in the order a label names it.
+DIFFERS = [("device_name", ""), ("model", ""), ("dtype", ""), ("transformers_version", "transformers "),
+           ("torch_version", "torch "), ("kvreport_commit", "commit ")]
+
+
+def differing_labels(runs: list[dict]) -> dict[int, str]:
+    """run_id -> a label naming only what differs between these runs (`float16 · H200` against `float32 ·
+    AMD EPYC`), so a bar says what changed rather than "run 3". Runs that read the same (a repeat of one
+    configuration) add their own label, else their run id."""
+    keys = [(k, prefix) for k, prefix in DIFFERS if len({str(r.get(k)) for r in runs}) > 1]
+    labels = {r["run_id"]: " · ".join(f"{prefix}{str(r.get(k))[:7] if k == 'kvreport_commit' else r.get(k)}"
+                                      for k, prefix in keys if r.get(k) is not None) for r in runs}
+    counts: dict[str, int] = {}
+    for text in labels.values():
+        counts[text] = counts.get(text, 0) + 1
+    by_id = {r["run_id"]: r for r in runs}
+    out = {}
+    for rid, text in labels.items():
+        if not text or counts[text] > 1:
+            text = " · ".join(x for x in (text, by_id[rid].get("label") or f"run {rid}") if x)
+        out[rid] = text
+    return out
+
+
 def classify(base: dict, new: dict, threshold: float = THRESHOLD) -> tuple[float | None, str]:
     """(relative change, verdict) of one metric between a baseline run and a later run."""
     if base["value"] is None or new["value"] is None or base["value"] == 0:
@@ -80,6 +104,8 @@ class ComparePage:
     threshold: float
     repeated: list[dict]      # configurations with more than one run
     labels: dict[int, str]
+    differs: dict[int, str]   # run_id -> what sets it apart from the other runs compared
+    answers: list[dict]       # the page's opening number and sentence
 
 
 def context(q, site) -> ComparePage:
@@ -110,7 +136,8 @@ def context(q, site) -> ComparePage:
          **{f"run_{i}": r["values"].get(i) for i in run_ids}} for r in side],
         ["topic", "metric", "unit"] + [f"run_{i}" for i in run_ids])
 
-    # The normalised summaries as charts, one per unit, runs on the x axis.
+    # The normalised summaries as charts, one per unit, runs on the x axis, each named by what differs.
+    differs = differing_labels(runs)
     chart_list = []
     for unit in NORMALISED_UNITS:
         rows = [m for m in metrics if m["summary"] and m["unit"] == unit and m["value"] is not None]
@@ -119,21 +146,34 @@ def context(q, site) -> ComparePage:
         series: dict[str, tuple[list, list]] = {}
         for m in sorted(rows, key=lambda m: (m["metric"], m["run_id"])):
             xs, ys = series.setdefault(m["metric"], ([], []))
-            xs.append(f"run {m['run_id']}")
+            xs.append(differs.get(m["run_id"], f"run {m['run_id']}"))
             ys.append(m["value"])
         slug = {"B/token": "bytes-per-token", "% of roof": "pct-of-roof", "% of peak": "pct-of-peak"}[unit]
         chart_list.append(charts.bars(
             f"compare-{slug}", series, f"{unit} by run",
-            f"Each run's summary metrics measured in {unit}, one group of bars per run, so runs on different "
-            "devices, models and dtypes can be compared on a common scale.", "run", unit))
+            f"Each run's summary metrics measured in {unit}, one group of bars per run, each run named by what "
+            "sets it apart (device, model, dtype, library versions, commit), so runs can be compared on a "
+            "common scale.", "run (what differs)", unit))
 
     found, n_compared = changes(metrics, site.runs)
     configs: dict[tuple, list[int]] = {}
     for r in site.runs:
         configs.setdefault(config_key(r), []).append(r["run_id"])
     repeated = {k: v for k, v in configs.items() if len(v) > 1}
-    return ComparePage(metrics=metrics, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
+    if repeated:
+        kinds = {v: sum(c["verdict"] == v for c in found) for v in ("regression", "improvement", "within noise")}
+        answers = [{"run_id": None, "value": len(found), "unit": f"of {n_compared} metrics changed",
+                    "finding": f"Across {len(repeated)} configuration(s) measured more than once, each run against the "
+                               f"previous one: {kinds['regression']} regression(s), {kinds['improvement']} "
+                               f"improvement(s), {kinds['within noise']} within noise (threshold "
+                               f"{THRESHOLD:.0%})."}]
+    else:
+        answers = [{"run_id": None, "value": 0, "unit": "configurations run twice",
+                    "finding": f"No model, dtype and device was measured twice, so no change can be called a "
+                               f"regression; the {len(runs)} runs differ by what their labels below name and are set "
+                               "side by side on normalised metrics only."}]
+    return ComparePage(metrics=metrics, answers=answers, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
                        charts=chart_list, changes=found, n_compared=n_compared, threshold=THRESHOLD,
                        repeated=[{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
                                  for k, v in sorted(repeated.items())],
-                       labels={i: site.run_label(i) for i in site.run_ids})
+                       labels={i: site.run_label(i) for i in site.run_ids}, differs=differs)

@@ -11,6 +11,7 @@ PAGE = PageSpec(slug="data", title="Data", order=90)
 @dataclass
 class DataPage:
     tables: list[dict]  # table, rows, columns, n_columns, csv, parquet
+    answers: list[dict]  # the page's opening number and sentence
 
 
 def context(q, site) -> DataPage:
@@ -23,4 +24,8 @@ def context(q, site) -> DataPage:
         n_rows = q.con.execute('SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
         tables.append({"table": name, "rows": n_rows, "columns": t["columns"], "n_columns": t["column_count"],
                        "csv": site.csv_files.get(name), "parquet": f"data/{name}.parquet"})
-    return DataPage(tables=tables)
+    n_rows = sum(t["rows"] for t in tables)
+    answers = [{"run_id": None, "value": len(tables), "unit": "tables",
+                "finding": f"{n_rows:,} rows in one DuckDB file (data/kvreport.duckdb), every table also as CSV "
+                           "and Parquet: every number on the site is a query over them."}]
+    return DataPage(tables=tables, answers=answers)

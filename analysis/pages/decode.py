@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from kvreport.analysis.charts import make_chart, reference_lines, spread
+from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
 from kvreport.analysis.site import PageSpec
 
 from ._helpers import newest_first, skip_notes
@@ -18,11 +18,12 @@ MAX_CHARTS = 4  # newest runs get a chart; every run is in the tables
 
 def step_chart(run_id: int, rows: list[dict], label: str):
     fig = go.Figure()
+    dash = {"eager": "solid", "static": "dash", "graph": "dot"}  # modes that overlap stay told apart
     for _, mode, batch in sorted({(r["mode_order"], r["mode"], r["batch_size"]) for r in rows}):
         rs = [r for r in rows if r["batch_size"] == batch and r["mode"] == mode]
         fig.add_trace(go.Scatter(
             x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"{mode}, batch {batch}",
-            mode="lines+markers",
+            mode="lines+markers", line=dict(dash=dash.get(mode, "solid")), marker=noisy_markers([r["spread_wide"] for r in rs]),
             error_y=spread([r["step_ms"] for r in rs], [r["p25_ms"] for r in rs], [r["p75_ms"] for r in rs])))
     floor = rows[0]["weights_floor_ms"]
     basis = "read roof" if rows[0]["roof_basis"] == "same-size read roof" else "copy roof"
@@ -33,7 +34,7 @@ def step_chart(run_id: int, rows: list[dict], label: str):
         f"decode-step-run{run_id}", fig, f"One decode step vs prefix length · {label}",
         "Median time of one decode step (one new token per sequence) for each prefix length, one line per "
         "mode (eager: DynamicCache; static: preallocated cache; graph: CUDA graph replay) and batch size, "
-        "with p25-p75 error bars. The dashed line is the time needed just to read the weights once at the "
+        "with p25-p75 error bars; hollow points have a wide spread (noise, not signal). The dashed line is the time needed just to read the weights once at the "
         "measured roof: a bandwidth-bound step would sit close to it.",
         "prefix length (tokens)", "step time (ms)")
 

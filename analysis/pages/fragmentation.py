@@ -30,6 +30,13 @@ def memory_chart(run_id: int, rows: list[dict], label: str):
         "phase", "MiB")
 
 
+def pending(q, site) -> str | None:
+    """Why this DB has no fragmentation data (the navigation marks the page GPU pending), or None."""
+    if q("frag_phases"):
+        return None
+    return "no run in this DB measured fragmentation: the experiment needs the CUDA caching allocator"
+
+
 @dataclass
 class FragmentationPage:
     phases: list[dict]

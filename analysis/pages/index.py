@@ -88,6 +88,25 @@ def gpu_state(states: list[dict]) -> str | None:
     return "; ".join(parts)
 
 
+# Strings that mark a virtual machine in what a run records (no run records a hypervisor flag: the runs table
+# has no such column, so this is inferred from the kernel release and the CPU model).
+VM_KERNEL_TAGS = ("-fc-", "-aws", "-azure", "-gcp", "-kvm", "-virtual", "-cloud", "microsoft-standard")
+VM_CPU_WORDS = ("qemu", "kvm", "virtual", "hypervisor")
+
+
+def shared_vm(run: dict) -> str | None:
+    """`shared VM (...)` with the recorded strings that say so, or None when nothing recorded says so."""
+    why = []
+    os_text = (run.get("os") or "").lower()
+    why += [f"kernel release tag “{t.strip('-')}”" for t in VM_KERNEL_TAGS if t in os_text][:1]
+    cpu = (run.get("cpu") or "").lower()
+    why += [f"CPU model “{run['cpu']}”" for w in VM_CPU_WORDS if w in cpu][:1]
+    if not why:
+        return None
+    return (f"shared VM, inferred from {', '.join(why)} (the run records no hypervisor flag): other tenants share "
+            "its cores and memory bandwidth, so timings carry their noise")
+
+
 def machine(run: dict, states: list[dict] = ()) -> dict:
     """A run's machine card: what a reader needs to judge and reproduce its numbers."""
     def gib(v):
@@ -102,7 +121,7 @@ def machine(run: dict, states: list[dict] = ()) -> dict:
         ("torch", run["torch_version"]), ("transformers", run["transformers_version"]),
         ("kvreport", run["kvreport_version"]), ("Python", run["python_version"])) if v)
     weights = {True: "random (built from the config)", False: "real (downloaded)"}.get(run["weights_random"])
-    fields = [("CPU", cpu), ("memory", gib(run["host_memory_bytes"])), ("GPU", gpu or "none"), ("weights", weights),
+    fields = [("host", shared_vm(run)), ("CPU", cpu), ("memory", gib(run["host_memory_bytes"])), ("GPU", gpu or "none"), ("weights", weights),
               ("GPU state (NVML)", gpu_state(list(states))),
               ("OS", run["os"]), ("versions", versions), ("kvreport commit", run.get("kvreport_commit")),
               ("started (UTC)", run["started_at"] and str(run["started_at"]))]

@@ -37,11 +37,24 @@ def context(q, site) -> MemoryPage:
     # tables below still list every run.
     shown_runs = latest_per_config({r["run_id"] for r in match}, site)
 
-    series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    # One line per run; batch sizes get a line of their own only where they differ (bytes per token of an
+    # exact cache are the same at every batch, and identical lines would hide each other).
+    per_batch: dict[str, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
     for r in (r for r in match if r["run_id"] in shown_runs):
-        key = f"{_run_label(r)} · batch {r['batch_size']}"
-        series[key][0].append(r["seq_len"])
-        series[key][1].append(r["bytes_per_token"])
+        per_batch[_run_label(r)][r["batch_size"]][r["seq_len"]] = r["bytes_per_token"]
+    series: dict[str, tuple[list, list]] = {}
+    for label, batches in per_batch.items():
+        merged: dict = {}
+        for curve in batches.values():
+            for x, y in curve.items():
+                merged.setdefault(x, set()).add(y)
+        if all(len(ys) == 1 for ys in merged.values()):  # every batch draws the same line: draw it once
+            xs = sorted(merged)
+            series[f"{label} · batch {', '.join(str(b) for b in sorted(batches))}"] = (
+                xs, [next(iter(merged[x])) for x in xs])
+        else:
+            for b, curve in sorted(batches.items()):
+                series[f"{label} · batch {b}"] = (sorted(curve), [curve[x] for x in sorted(curve)])
     formula_lines = sorted({(r["formula_bytes_per_token"], f"formula {r['model']} {r['dtype']}") for r in match})
     bpt_chart = charts.lines(
         "memory-bytes-per-token", dict(series), "KV bytes per token vs sequence length",
@@ -49,19 +62,19 @@ def context(q, site) -> MemoryPage:
         "sequence lengths, with the formula value drawn as a dashed line. Flat lines on the formula mean the "
         "cache grows exactly linearly.",
         "sequence length (tokens)", "bytes per token", log_x=True,
-        hlines=[(v, label) for v, label in formula_lines])
+        hlines=[(v, label) for v, label in formula_lines], y_unit="bytes")
 
     layer_series: dict[str, tuple[list, list]] = {}
     for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site)):
         for part in ("k", "v"):
-            key = f"run {r['run_id']} {part.upper()}"
+            key = f"run {r['run_id']} {part.upper()} ({r['seq_len']:,} tokens)"
             xs, ys = layer_series.setdefault(key, ([], []))
             xs.append(r["layer"])
             ys.append(r[f"{part}_bytes"])
     layer_chart = charts.bars(
         "memory-per-layer", layer_series, "K and V bytes per layer (longest batch-1 prefill)",
         "Bytes held by the key and value tensors of each layer. Equal bars mean every layer caches the "
-        "same number of tokens; shorter bars mark sliding-window layers.", "layer", "bytes")
+        "same number of tokens; shorter bars mark sliding-window layers.", "layer", "bytes", y_unit="bytes")
 
     alloc_chart = None
     if allocator:

@@ -12,14 +12,20 @@ SELECT e.run_id,
        CASE WHEN coalesce(bb.over_roof, false)
             THEN printf('KV compaction on %s: %s timed at %.0f%% of the same-size copy roof at %.0f MB moved: above 105%%, flagged as a measurement error',
                         r.device_name, bb.method, 100 * bb.pct_of_roof, e.big / 1e6)
-            ELSE printf('KV compaction on %s: %s %.1f GB/s = %.0f%% of the %s copy roof at %.0f MB moved (naive %.1f GB/s, %.0f%%); batched %.1fx faster than naive at %.2f MB',
+            ELSE printf('KV compaction on %s: %s %.1f GB/s = %.0f%% of the %s copy roof (%.1f GB/s) at %.0f MiB moved (naive %.1f GB/s, %.0f%%)%s; batched %.2f× faster than naive at %.0f KiB',
                         r.device_name, bb.method, bb.gbs, 100 * bb.pct_of_roof,
                         CASE WHEN bb.roof_basis = 'same-size copy roof' THEN 'same-size' ELSE 'measured' END,
-                        e.big / 1e6, nb.gbs, 100 * nb.pct_of_roof, ns.time_ms / bs.time_ms, e.small / 1e6) END
+                        bb.roof_gbs, e.big / 1048576, nb.gbs, 100 * nb.pct_of_roof,
+                        coalesce(printf(', %.0f%% of the device copy roof (%.1f GB/s, one large copy alone)',
+                                        100 * bb.gbs / dc.roof_gbs, dc.roof_gbs), ''),
+                        ns.time_ms / bs.time_ms, e.small / 1024) END
          || CASE WHEN bb.spread_wide OR nb.spread_wide THEN ' (wide timing spread: see the page)' ELSE '' END AS finding,
-       100 * bb.pct_of_roof AS value, '% of copy roof' AS unit, 'compaction.html' AS page
+       100 * bb.pct_of_roof AS value,
+       CASE WHEN bb.roof_basis = 'same-size copy roof' THEN '% of same-size copy roof' ELSE '% of copy roof' END AS unit,
+       'compaction.html' AS page
 FROM ends e JOIN runs r USING (run_id)
 JOIN best USING (run_id)
+LEFT JOIN device_ceilings dc ON dc.run_id = e.run_id
 JOIN c bb ON bb.run_id = e.run_id AND bb.bytes_moved = e.big AND bb.method = best.method
 JOIN c nb ON nb.run_id = e.run_id AND nb.bytes_moved = e.big AND nb.method = 'naive'
 JOIN c bs ON bs.run_id = e.run_id AND bs.bytes_moved = e.small AND bs.method = 'batched'

@@ -2,7 +2,7 @@
 -- Eager is the headline (what the seed measured); the static / graph steps are named beside it.
 WITH d AS (SELECT * FROM kv_decode_cost_v2 WHERE coalesce(mode, 'eager') = 'eager'),
 others AS (  -- batch 1, smallest prefix: every other mode's step against the same bandwidth floor
-  SELECT o.run_id, string_agg(printf('%s %.2f ms (%.0fx the floor)', o.mode, o.step_ms, o.step_ms / o.bandwidth_floor_ms), ', '
+  SELECT o.run_id, string_agg(printf('%s %.2f ms (%.1f× the floor)', o.mode, o.step_ms, o.step_ms / o.bandwidth_floor_ms), ', '
                               ORDER BY o.mode) AS modes_txt
   FROM kv_decode_cost_v2 o
   WHERE o.mode <> 'eager' AND o.batch_size = 1
@@ -25,7 +25,7 @@ scale AS (
   GROUP BY b.run_id
 )
 SELECT b1.run_id,
-       printf('%s eager decode step at batch 1 on %s: %.2f ms, %.1f%% of the %s (%.0fx the weights-only floor), %.1f%% variation over prefix %d-%d: %s',
+       printf('%s eager decode step at batch 1 on %s: %.2f ms, %.1f%% of the %s (%.1f× the weights-only floor), %.1f%% variation over prefix %d-%d: %s',
               r.model, r.device_name, b1.step_ms, 100 * b1.pct_of_roof,
               CASE WHEN b1.basis = 'same-size read roof' THEN 'same-size read roof' ELSE 'copy roof' END,
               b1.step_ms / b1.floor_ms, 100 * b1.variation,
@@ -38,7 +38,7 @@ SELECT b1.run_id,
          || coalesce('; ' || o.modes_txt, '')
          || CASE WHEN b1.noisy THEN ' (some timings have a wide spread: see the page)' ELSE '' END AS finding,
        100 * b1.pct_of_roof AS value,
-       CASE WHEN b1.basis = 'same-size read roof' THEN '% of read roof' ELSE '% of copy roof' END AS unit,
+       CASE WHEN b1.basis = 'same-size read roof' THEN '% of same-size read roof' ELSE '% of copy roof' END AS unit,
        'decode.html' AS page
 FROM b1 JOIN runs r USING (run_id) LEFT JOIN scale s USING (run_id) LEFT JOIN others o USING (run_id)
 ORDER BY b1.run_id;

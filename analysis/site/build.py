@@ -7,7 +7,7 @@ from ..queries import Queries
 from .discover import page_modules
 from .export import ShownCsvs, copy_assets, export_tables
 from .links import check_links
-from .render import environment, render_page
+from .render import environment, pending_pages, render_page
 from .source import current_db
 from .spec import BuildError, SiteInfo
 from .swap import staging, swap_in
@@ -55,6 +55,7 @@ def _render_all(con, tmp: Path, site: SiteInfo) -> list[str]:
     env.globals["auto_csv_name"] = shown.auto_name
     q = Queries(con)
     site.runs = q("runs")
+    site.pending = pending_pages(mods, q, site)
     written = []
     for mod in mods:
         shown.page = mod.PAGE.slug

@@ -96,13 +96,10 @@ def export_tables(db: Path, current: Path, out: Path) -> dict[str, str]:
 
 
 def copy_assets(out: Path) -> None:
-    import plotly
-
+    """templates/assets/ as is; plotly.min.js there is plotly's basic bundle (bar, pie, scatter), vendored."""
     assets = out / "assets"
     assets.mkdir(parents=True, exist_ok=True)
     src = resources.files("kvreport.templates") / "assets"
     for item in sorted(src.iterdir(), key=lambda p: p.name):
         if item.is_file():
             (assets / item.name).write_bytes(item.read_bytes())
-    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    shutil.copyfile(plotly_js, assets / "plotly.min.js")

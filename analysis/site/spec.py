@@ -34,6 +34,8 @@ class SiteInfo:
     shown: "ShownCsvs | None" = None                         # CSVs of the rows pages show
     file_schema: int | None = None     # schema version of the DB file as published (data/kvreport.duckdb)
     schema: int | None = None          # the schema the pages read (an older file is read through a migrated copy)
+    pending: dict[str, str] = field(default_factory=dict)  # slug -> why the page has no data here ("GPU pending")
+    headlines: list[dict] | None = None  # rows of every headline_*.sql, read once (render.page_answers)
 
     def run(self, run_id) -> dict | None:
         return next((r for r in self.runs if r["run_id"] == run_id), None)
