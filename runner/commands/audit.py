@@ -88,9 +88,12 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
             spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = DEFAULT_MEMORY_LIMIT,
             echo=typer.echo, prices: Path | None = None, gpu_hour_price: float | None = None,
             session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None,
-            since: str | None = None, until: str | None = None, progress: bool | None = None) -> dict:
+            since: str | None = None, until: str | None = None, progress: bool | None = None,
+            ray: str | None = None, ray_workers: int | None = None, ray_scratch: Path | None = None,
+            ray_partitions: int | None = None, ray_info: dict | None = None) -> dict:
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
-    benchmark can call it in-process."""
+    benchmark can call it in-process. `ray`: run it as Ray tasks ("local": a Ray of ray_workers CPUs started
+    here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
     from ..audit.cost import load_prices_file, prefetch
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
     from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
@@ -110,6 +113,11 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         raise UserError(f"--since {since} is not before --until {until}")
     if gpu_hour_price is not None and not gpu_hour_price >= 0:
         raise UserError(f"--gpu-hour-price {gpu_hour_price}: must be >= 0 (USD per GPU-hour)")
+    if ray is not None:
+        from ..audit import distributed
+
+        distributed.check_address(ray)
+        distributed.import_ray()  # before the DB is opened: no Ray, nothing written
     tok = load_tokenizer(tokenizer) if tokenizer else None
     book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
     opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
@@ -131,17 +139,20 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     opts.workdir = work.name
     opts.since, opts.until = window
     try:
-        with work, Store(db) as store, _progress(len(paths), progress, store.con) as opts.on_file:
+        with work, Store(db) as store, _progress(len(paths), False if ray else progress, store.con) as opts.on_file:
             con = store.con
             pricing = kv_pricing(model, con)
             memory = memory_from_db(con, model)
             audit_id = next_audit_id(con)
+            args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing, memory=memory, tokenizer=tok,
+                        strict=strict)
             try:
-                result = run_audit(con, paths, opts, audit_id=audit_id, run_id=None, model=model,
-                                   pricing=pricing, memory=memory, tokenizer=tok, strict=strict)
-                persist(con, result)
-                unnamed = con.execute("SELECT count(*) FROM temp.main.token_calls "  # this audit's, still in temp
-                                      "WHERE starts_with(session_id, '(no session) ')").fetchone()[0]
+                if ray is None:
+                    result = run_audit(con, paths, opts, **args)
+                    persist(con, result)
+                else:
+                    result = _ray_audit(con, paths, opts, args, ray, ray_workers, ray_scratch, ray_partitions,
+                                        tokenizer, progress, ray_info)
             finally:
                 cleanup(con)
     except BaseException:
@@ -153,7 +164,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     echo(f"{audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} file(s) "
          f"({s['format']}) -> {db}")
     echo(f"  KV pricing: {s['kv_bytes_detail']}")
-    if unnamed:  # PCER "per session" of such a call is the call's own
+    if unnamed := result.unnamed_calls:  # PCER "per session" of such a call is the call's own
         echo(f"  sessions: {unnamed:,} of {s['n_calls']:,} call(s) named no session, so each is its own session and "
              "its per-session PCER is per call (give --session-key PATH)")
     echo(f"  PCER (cached / total input, token-weighted): {_pct(s['overall_pcer'])}")
@@ -177,6 +188,43 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
              + (", or Langfuse observations that are not generations (spans, events, ...)"
                 if any(src.fmt == "langfuse" for src in result.sources) else ""))
     return s
+
+
+def _ray_audit(con, paths, opts, args: dict, address: str, workers, scratch, partitions, tokenizer_path, progress,
+               info: dict | None):
+    """The audit as Ray tasks (runner/audit/distributed.py), stored in one transaction like the other."""
+    from ..audit.distributed import Cluster
+    from ..audit.engine import persist
+
+    with _ray_progress(progress) as on_progress, \
+            Cluster(address, workers, scratch, partitions, on_progress=on_progress) as cluster:
+        result = cluster.run_audit(con, paths, opts, tokenizer_path=tokenizer_path, **args)
+        persist(con, result)  # the calls and rejects come straight from the scratch Parquet, so before it goes
+    if info is not None:
+        info["run"] = cluster.run_info
+    return result
+
+
+@contextlib.contextmanager
+def _ray_progress(enabled: bool | None):
+    """Files mapped and partitions reduced, with calls per second, on stderr when it is a terminal."""
+    if not (sys.stderr.isatty() if enabled is None else enabled):
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True, force_terminal=enabled), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def on_progress(p) -> None:
+            if p.phase not in tasks:
+                tasks[p.phase] = bar.add_task(p.phase, total=p.total)
+            rate = f": {p.calls:,} calls, {p.calls / max(p.seconds, 1e-9):,.0f} calls/s" if p.calls else ""
+            bar.update(tasks[p.phase], completed=p.done, total=p.total, description=p.phase + rate)
+
+        yield on_progress
 
 
 def _usd(v) -> str:
@@ -243,11 +291,20 @@ def audit(
                                                    "skipped.")] = None,
     until: Annotated[str | None, typer.Option(help="Audit only calls before this time (ISO 8601; no offset: "
                                                    "UTC).")] = None,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="ADDRESS",
+        help="Run the audit as Ray tasks (pip install 'kvreport[ray]'), with the same results: 'local' starts a "
+             "Ray on this machine; 'auto' or ray://HOST:10001 use that cluster.")] = None,
+    ray_workers: Annotated[int | None, typer.Option(help="CPUs of the local Ray that --ray starts (default: all "
+                                                         "of this machine's).")] = None,
+    ray_scratch: Annotated[Path | None, typer.Option(help="Folder for --ray's intermediate Parquet (removed "
+                                                          "afterwards); on a multi-node cluster one every node "
+                                                          "mounts. Default: the system temp folder.")] = None,
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
     execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit,
             prices=prices, gpu_hour_price=gpu_hour_price, session_keys=session_key or (), time_key=time_key,
-            since=since, until=until)
+            since=since, until=until, ray=ray, ray_workers=ray_workers, ray_scratch=ray_scratch)
 
 
 def register(app: typer.Typer) -> None:
