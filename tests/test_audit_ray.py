@@ -167,9 +167,9 @@ def test_since_until_window_is_the_single_process_audit(tmp_path, demo):
     assert one["n_skipped_lines"] > 50 and counts["token_call_rows"] > 50
 
 
-def test_many_sessions_across_many_files_without_messages(tmp_path):
+def test_many_sessions_across_many_files_without_messages(tmp_path, monkeypatch):
     """Bigger than the fixtures: 6 files, 4,000 calls, sessions in every file, calls with no session, the
-    session keys given by --session-key."""
+    session keys given by --session-key; the files named by relative paths, stored as given."""
     rows = []
     for i in range(4000):
         rec = {"meta": {"conv": f"c-{i % 97}"} if i % 13 else {},
@@ -183,8 +183,10 @@ def test_many_sessions_across_many_files_without_messages(tmp_path):
         p = tmp_path / f"log-{k}.jsonl"
         p.write_text("\n".join(rows[k::6]) + "\n\n")
         paths.append(p)
-    one, _, counts = _both(tmp_path, paths, session_keys=["meta.conv"])
+    monkeypatch.chdir(tmp_path)
+    one, _, counts = _both(tmp_path, [Path(p.name) for p in paths], session_keys=["meta.conv"])
     assert one["n_sessions"] > 97 and counts["token_audit"] == one["n_sessions"]
+    assert one["sources"].startswith("log-0.jsonl; ")
 
 
 def test_a_worker_that_dies_is_retried(tmp_path, faults):
@@ -242,3 +244,25 @@ def test_ray_address_is_checked(value, ok):
             check_address(value)
     else:
         assert check_address(value) == ok
+
+
+def test_progress_only_on_a_terminal(tmp_path, capsys):
+    paths = sorted(FIX.glob("*.jsonl"))
+    execute(paths, db=tmp_path / "a.duckdb", ray="local", echo=_quiet)
+    err = capsys.readouterr().err
+    assert "files mapped" not in err and "\x1b[" not in err  # not a terminal here: quiet
+    execute(paths, db=tmp_path / "b.duckdb", ray="local", echo=_quiet, progress=True)
+    err = capsys.readouterr().err  # forced on, as on a terminal
+    assert "files mapped" in err and "partitions reduced" in err and "calls/s" in err
+
+
+def test_strict_fails_as_in_one_process_with_nothing_written(tmp_path):
+    from kvreport.runner.audit.engine import StrictRejects
+
+    paths = [FIX / "openai.jsonl", FIX / "anthropic.jsonl"]
+    with pytest.raises(StrictRejects) as one:
+        execute(paths, db=tmp_path / "one.duckdb", echo=_quiet, strict=True)
+    with pytest.raises(StrictRejects) as two:
+        execute(paths, db=tmp_path / "ray.duckdb", echo=_quiet, strict=True, ray="local")
+    assert str(one.value) == str(two.value)  # the same rejects, in the same order
+    assert not (tmp_path / "ray.duckdb").exists()

@@ -120,3 +120,11 @@ def test_findings_for_a_missing_run_and_build_into_a_file_are_errors(db, tmp_pat
     target.write_text("x")
     r = _cli("build", "--db", str(db), "--out", str(target))
     assert r.returncode == 2 and "is a file" in r.stderr and target.read_text() == "x"
+
+
+def test_the_audit_without_ray_never_imports_ray(tmp_path):
+    """Ray is an optional extra (`kvreport[ray]`): only `kvreport audit --ray` imports it."""
+    names = _imported_modules("audit", str(FIXTURES / "audit" / "openai.jsonl"), "--db", str(tmp_path / "a.duckdb"),
+                              cwd=tmp_path)
+    assert "kvreport.runner.audit.engine" in names  # the probe saw the audit run
+    assert not sorted(n for n in names if n.split(".")[0] == "ray" or n.endswith("audit.distributed"))

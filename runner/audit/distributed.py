@@ -169,12 +169,20 @@ def _publish(attempt: Path, final: Path) -> None:
     os.replace(attempt, final)
 
 
-def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOptions, partitions: int) -> dict:
+def _in_folder(cwd: str) -> None:
+    """Relative log and tokenizer paths mean what they meant to the command (and are stored as given)."""
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+
+
+def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOptions, partitions: int,
+             cwd: str) -> dict:
     """Read `sources` (a contiguous run of the audit's files) into _staged, as the single-process audit does;
     write their calls, partitioned by hash(session_id), and their rejects to Parquet under `out`."""
     import duckdb
 
     _fault("map", index)
+    _in_folder(cwd)
     started = time.perf_counter()
     final = Path(out)
     attempt = _attempt_dir(final)
@@ -193,7 +201,7 @@ def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOpti
                                   FROM _staged WHERE reason IS NULL AND (NOT blank OR content IS NOT NULL))
                             TO '{_quote(attempt / "calls")}' (FORMAT PARQUET, PARTITION_BY (part))""")
             _copy(con, "SELECT source, line, reason FROM _staged WHERE reason IS NOT NULL", attempt / "rejects.parquet")
-            _copy(con, "SELECT * FROM _ingest_stats", attempt / "ingest_stats.parquet")
+            _copy(con, "SELECT * FROM _staged_stats", attempt / "staged_stats.parquet")
             held = con.execute(f"""SELECT CAST(hash(session_id) % {int(partitions)} AS INTEGER), list(DISTINCT source)
                                    FROM _staged WHERE reason IS NULL AND (NOT blank OR content IS NOT NULL)
                                    GROUP BY ALL""").fetchall()
@@ -211,10 +219,11 @@ def _load_staged(con, files: list[str]) -> None:
 
 
 def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOptions, fig: engine.Figures,
-                tokenizer: str | None) -> dict:
+                tokenizer: str | None, cwd: str) -> dict:
     """One partition of the sessions: engine.session_figures on its calls; the per-session tables, the calls
     with their costs, the segments and the *_parts tables to Parquet under `out`."""
     _fault("reduce", index)
+    _in_folder(cwd)
     started = time.perf_counter()
     final = Path(out)
     attempt = _attempt_dir(final)
@@ -329,7 +338,7 @@ class Cluster:
         root = Path(self.scratch_root) if self.scratch_root else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-        self._scratch = Path(tempfile.mkdtemp(prefix="kvreport-ray-", dir=root))
+        self._scratch = Path(tempfile.mkdtemp(prefix="kvreport-ray-", dir=root)).resolve()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -353,14 +362,17 @@ class Cluster:
         memory = _TASK_OVERHEAD_BYTES + _bytes(opts.memory_limit)
         return ray.remote(fn).options(num_cpus=1, memory=memory, max_retries=1, retry_exceptions=list(_RETRY_ON))
 
-    def _gather(self, phase: str, refs: dict, what: Callable[[int], str], calls_of=lambda r: 0) -> dict:
-        """Wait for every task of a phase, telling on_progress; a failed task stops the phase (the others are
-        cancelled) with its own message when it is the user's (a bad file), else naming what it held."""
+    def _gather(self, phase: str, refs: dict, what: Callable[[int], str], calls_of=lambda r: 0,
+                size_of=lambda key: 1) -> dict:
+        """Wait for every task of a phase, telling on_progress (done counts size_of each finished task: files,
+        partitions); a failed task stops the phase (the others are cancelled) with its own message when it is
+        the user's (a bad file), else naming what it held."""
         import ray
 
         started, done, calls, out = time.perf_counter(), 0, 0, {}
+        total = sum(size_of(key) for key in refs)
         pending = {ref: key for key, ref in refs.items()}
-        self._tell(phase, done, len(refs), calls, started)
+        self._tell(phase, done, total, calls, started)
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             key = pending.pop(ready[0])
@@ -370,9 +382,9 @@ class Cluster:
                 for ref in pending:
                     ray.cancel(ref, force=True)
                 raise _failure(exc, what(key)) from None
-            done += 1
+            done += size_of(key)
             calls += calls_of(out[key])
-            self._tell(phase, done, len(refs), calls, started)
+            self._tell(phase, done, total, calls, started)
         return out
 
     def _tell(self, phase: str, done: int, total: int, calls: int, started: float) -> None:
@@ -385,42 +397,20 @@ class Cluster:
         """The audit of `paths`, computed by Ray tasks, its tables left in `con`'s temp tables and views (over
         this Cluster's scratch Parquet) for engine.persist, as engine.run_audit leaves them."""
         started = time.perf_counter()
-        scratch = self._scratch
-        assert scratch is not None, "use Cluster as a context manager"
-        engine.setup(con, str(scratch), opts)
-        sources = [detect(con, Path(p), opts.fmt) for p in paths]
+        assert self._scratch is not None, "use Cluster as a context manager"
+        engine.setup(con, str(self._scratch), opts)
+        sources = [detect(con, Path(p), opts.fmt) for p in paths]  # every file checked before any is read
         cpus = self.cpus
-        n_parts = self.partitions or max(2 * cpus, 1)
-        shares = _shares(sources, min(len(sources), 4 * cpus))
-        task_opts = replace(opts, threads=1, workdir=None, on_file=None)
-        info = RayRun(cpus, n_parts, len(shares))
-        phase_started = time.perf_counter()
-
-        # map
-        run_map = self._remote(map_task, opts)
-        refs = {i: run_map.remote(i, share, str(scratch / f"map-{i}"), task_opts, n_parts)
-                for i, share in enumerate(shares)}
-        maps = self._gather("mapping files", refs, lambda i: f"map task {i} (files {_files(s.path for s in shares[i])})",
-                            calls_of=lambda r: r["stats"]["n_calls"])
-        info.phase_seconds["map"] = time.perf_counter() - phase_started
-        info.task_times += [TaskTime("map", i, r["seconds"], r["stats"]["n_calls"], len(shares[i]))
-                            for i, r in sorted(maps.items())]
-        versions = {r["duckdb"] for r in maps.values()}
-        import duckdb
-        if versions != {duckdb.__version__}:
-            raise RayAuditError(f"--ray: the workers run DuckDB {', '.join(sorted(versions))}, this process "
-                                f"{duckdb.__version__}: install the same version everywhere (the SQL and the "
-                                "session hashing depend on it)")
-
-        # the whole audit's counts, checks, prices and log end
-        map_dirs = [scratch / f"map-{i}" for i in sorted(maps)]
-        con.execute("CREATE OR REPLACE TEMP TABLE _ingest_stats AS SELECT * FROM read_parquet(?)",
-                    [[str(d / "ingest_stats.parquet") for d in map_dirs]])
-        rejects_files = [str(d / "rejects.parquet") for d in map_dirs]
-        con.execute("CREATE OR REPLACE TEMP VIEW token_rejects AS SELECT CAST(NULL AS VARCHAR) AS audit_id, "
-                    "CAST(NULL AS INTEGER) AS run_id, source, line, reason FROM read_parquet("
-                    + _list_literal(rejects_files) + ")")
+        run = _Run(sources, _shares(sources, min(len(sources), 4 * cpus)), self.partitions or 2 * cpus,
+                   replace(opts, threads=1, workdir=None, on_file=None), os.getcwd())
+        self.run_info = RayRun(cpus, run.partitions, len(run.shares))
+        maps = self._map(run, opts)
         counts = {k: sum(r["stats"][k] for r in maps.values()) for k in ("n_calls", "n_rejects", "content_calls")}
+        con.execute("CREATE OR REPLACE TEMP TABLE _staged_stats AS SELECT * FROM read_parquet(?)",
+                    [[str(self._scratch / f"map-{i}" / "staged_stats.parquet") for i in sorted(maps)]])
+        con.execute("CREATE OR REPLACE TEMP VIEW token_rejects AS SELECT CAST(NULL AS VARCHAR) AS audit_id, "
+                    "CAST(NULL AS INTEGER) AS run_id, source, line, reason FROM "
+                    + _parquet([self._scratch / f"map-{i}" / "rejects.parquet" for i in sorted(maps)]))
         rejects = engine.first_rejects(con)
         engine.check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)
         keys = cost.merge_keys([r["keys"] for r in maps.values()])
@@ -428,63 +418,102 @@ class Cluster:
         fig = engine.Figures(dict(audit_id=audit_id, run_id=run_id), float(pricing.bytes_per_token),
                              counts["content_calls"], tokenizer, price_rows=cost.price_table(keys, opts.price_book),
                              n_price_keys=len(keys), t_log_end=max(ends) if ends else None)
-
-        # reduce: the per-session figures of each partition
-        held: dict[int, list[str]] = {}
-        files: dict[int, list[str]] = {}
-        for i in sorted(maps):
-            for p, srcs in maps[i]["parts"].items():
-                files.setdefault(p, []).extend(str(f) for f in sorted((map_dirs[i] / "calls" / f"part={p}").glob("*.parquet")))
-                held.setdefault(p, []).extend(srcs)
-        phase_started = time.perf_counter()
-        run_reduce = self._remote(reduce_task, opts)
-        task_fig = replace(fig, tokenizer=None)  # the workers load it from tokenizer_path
-        refs = {p: run_reduce.remote(p, files[p], str(scratch / f"reduce-{p}"), task_opts, task_fig, tokenizer_path)
-                for p in sorted(files)}
-        reduces = self._gather("reducing partitions", refs,
-                               lambda p: f"partition {p} (calls from {_files(dict.fromkeys(held[p]))})",
-                               calls_of=lambda r: r["calls"])
-        info.phase_seconds["reduce"] = time.perf_counter() - phase_started
-        info.task_times += [TaskTime("reduce", p, r["seconds"], r["calls"], len(set(held[p])))
-                            for p, r in sorted(reduces.items())]
-        red_dirs = [scratch / f"reduce-{p}" for p in sorted(reduces)]
-
-        def union(name: str, folders=red_dirs) -> str:
-            return "read_parquet(" + _list_literal([str(d / f"{name}.parquet") for d in folders]) + ")"
-
+        folders = self._reduce(run, maps, opts, replace(fig, tokenizer=None), tokenizer_path)
         for name in _SESSION_PARTS:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {union(name)}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {_parquet(folders, name)}")
         engine.run_sql(con, "seg_window")
-        window = con.execute("SELECT t0, t1, n, active_session_s FROM _seg_window").fetchone()
+        self._time(run, folders, opts, con.execute("SELECT t0, t1, n, active_session_s FROM _seg_window").fetchone())
 
-        # time: each partition's sums for the timeline and the TTL sweep, on the audit's span
-        phase_started = time.perf_counter()
-        run_time = self._remote(time_task, opts)
-        refs = {p: run_time.remote(p, str(scratch / f"reduce-{p}"), task_opts, tuple(window)) for p in sorted(reduces)}
-        times = self._gather("sampling time", refs,
-                             lambda p: f"partition {p} (calls from {_files(dict.fromkeys(held[p]))})")
-        info.phase_seconds["time"] = time.perf_counter() - phase_started
-        info.task_times += [TaskTime("time", p, r["seconds"], reduces[p]["calls"], len(set(held[p])))
-                            for p, r in sorted(times.items())]
-
-        # combine, with the single-process audit's SQL
-        phase_started = time.perf_counter()
+        phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
         for name in _TIME_PARTS:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {union(name, [d / 'time' for d in red_dirs])}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM "
+                        f"{_parquet([f / 'time' for f in folders], name)}")
         for name in ("token_audit", "token_bloat"):
-            con.execute(f"INSERT INTO temp.main.{name} BY NAME SELECT * FROM {union(name)}")
-        repeat_dirs = [d for d in red_dirs if (d / "_repeat_parts.parquet").exists()]
-        if repeat_dirs:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _repeat_parts AS SELECT * FROM {union('_repeat_parts', repeat_dirs)}")
+            con.execute(f"INSERT INTO temp.main.{name} BY NAME SELECT * FROM {_parquet(folders, name)}")
+        with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
+        if with_repeats:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _repeat_parts AS SELECT * FROM "
+                        f"{_parquet(with_repeats, '_repeat_parts')}")
         cost.prepare(con, rows=fig.price_rows, n_keys=fig.n_price_keys)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW _calls_priced AS SELECT * FROM {union('calls')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW _calls_priced AS SELECT * FROM {_parquet(folders, 'calls')}")
         engine.run_sql(con, "calls_labelled")
         summary = engine.audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                        started=started)
-        info.phase_seconds["combine"] = time.perf_counter() - phase_started
-        self.run_info = info
+        self.run_info.phase_seconds["combine"] = time.perf_counter() - phase_started
         return engine.AuditResult(audit_id, summary, sources, rejects, label_lookup=engine.label_lookup(con),
                                   unnamed_calls=engine.unnamed_calls(con))
+
+    def _map(self, run: _Run, opts: engine.AuditOptions) -> dict[int, dict]:
+        started = time.perf_counter()
+        task = self._remote(map_task, opts)
+        refs = {i: task.remote(i, share, str(self._scratch / f"map-{i}"), run.opts, run.partitions, run.cwd)
+                for i, share in enumerate(run.shares)}
+        maps = self._gather("files mapped", refs,
+                            lambda i: f"map task {i} (files {_files(s.path for s in run.shares[i])})",
+                            calls_of=lambda r: r["stats"]["n_calls"], size_of=lambda i: len(run.shares[i]))
+        self.run_info.phase_seconds["map"] = time.perf_counter() - started
+        self.run_info.task_times += [TaskTime("map", i, r["seconds"], r["stats"]["n_calls"], len(run.shares[i]))
+                                     for i, r in sorted(maps.items())]
+        import duckdb
+
+        versions = {r["duckdb"] for r in maps.values()}
+        if versions != {duckdb.__version__}:
+            raise RayAuditError(f"--ray: the workers run DuckDB {', '.join(sorted(versions))}, this process "
+                                f"{duckdb.__version__}: install the same version everywhere (the SQL and the "
+                                "session hashing depend on it)")
+        for i in sorted(maps):  # which Parquet files, and which logs' calls, each partition holds
+            for p, srcs in maps[i]["parts"].items():
+                folder = self._scratch / f"map-{i}" / "calls" / f"part={p}"
+                run.files.setdefault(p, []).extend(str(f) for f in sorted(folder.glob("*.parquet")))
+                run.held.setdefault(p, {}).update(dict.fromkeys(srcs))
+        return maps
+
+    def _reduce(self, run: _Run, maps: dict, opts: engine.AuditOptions, fig: engine.Figures,
+                tokenizer_path: str | None) -> list[Path]:
+        """The per-session figures of each partition (the workers load the tokenizer from tokenizer_path)."""
+        started = time.perf_counter()
+        task = self._remote(reduce_task, opts)
+        refs = {p: task.remote(p, run.files[p], str(self._scratch / f"reduce-{p}"), run.opts, fig, tokenizer_path,
+                               run.cwd)
+                for p in sorted(run.files)}
+        run.reduces = self._gather("partitions reduced", refs, run.partition, calls_of=lambda r: r["calls"])
+        self.run_info.phase_seconds["reduce"] = time.perf_counter() - started
+        self.run_info.task_times += [TaskTime("reduce", p, r["seconds"], r["calls"], len(run.held[p]))
+                                     for p, r in sorted(run.reduces.items())]
+        return [self._scratch / f"reduce-{p}" for p in sorted(run.reduces)]
+
+    def _time(self, run: _Run, folders: list[Path], opts: engine.AuditOptions, window: tuple) -> None:
+        """Each partition's sums for the timeline and the TTL sweep, on the audit's time span."""
+        started = time.perf_counter()
+        task = self._remote(time_task, opts)
+        refs = {p: task.remote(p, str(f), run.opts, tuple(window)) for p, f in zip(sorted(run.reduces), folders)}
+        times = self._gather("partitions sampled over time", refs, run.partition)
+        self.run_info.phase_seconds["time"] = time.perf_counter() - started
+        self.run_info.task_times += [TaskTime("time", p, r["seconds"], run.reduces[p]["calls"], len(run.held[p]))
+                                     for p, r in sorted(times.items())]
+
+
+@dataclass
+class _Run:
+    """One Ray audit's plan and what its phases found."""
+    sources: list[Source]
+    shares: list[list[Source]]       # the map tasks' files
+    partitions: int
+    opts: engine.AuditOptions        # the tasks' (one thread, no callbacks)
+    cwd: str
+    files: dict[int, list[str]] = field(default_factory=dict)      # partition -> its calls' Parquet files
+    held: dict[int, dict[str, None]] = field(default_factory=dict)  # partition -> the logs its calls came from
+    reduces: dict[int, dict] = field(default_factory=dict)
+
+    def partition(self, p: int) -> str:
+        return f"partition {p} (calls from {_files(self.held[p])})"
+
+
+def _parquet(folders: list[Path], name: str | None = None) -> str:
+    """read_parquet of these files (or of NAME.parquet in each folder), as SQL text: views cannot take
+    parameters, and the paths are the scratch folder's own."""
+    paths = [str(f if name is None else f / f"{name}.parquet") for f in folders]
+    return "read_parquet([" + ", ".join("'" + _quote(p) + "'" for p in paths) + "])"
 
 
 def _failure(exc: BaseException, what: str) -> BaseException:
@@ -500,10 +529,6 @@ def _failure(exc: BaseException, what: str) -> BaseException:
     text = (str(cause).strip().splitlines() or [""])[0]
     times = "failed twice" if isinstance(cause, _RETRY_ON) else "failed"
     return RayAuditError(f"--ray: {what} {times}, nothing stored: {type(cause).__name__}: {text}")
-
-
-def _list_literal(items: list[str]) -> str:
-    return "[" + ", ".join("'" + _quote(i) + "'" for i in items) + "]"
 
 
 def _bytes(limit: str | None) -> int:

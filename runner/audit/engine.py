@@ -23,8 +23,8 @@ from .sqlfiles import run_sql
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
-_SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg", "_call_labels", "_ingest_stats", "_call_stats", "_seg_window_parts",
-            "_seg_window", "_timeline_parts", "_ttl_parts", "_ttl_evicted", "_label_parts")
+_SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg", "_call_labels", "_staged_stats", "_call_stats",
+            "_seg_window_parts", "_seg_window", "_timeline_parts", "_ttl_parts", "_ttl_evicted", "_label_parts")
 # The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
 TABLES = ("audits", "token_call_labels", "token_call_rows", "token_rejects", "token_audit", "token_leakage",
           "token_ttl_sweep", "token_bloat", "token_repeats", "token_prices")
@@ -155,7 +155,7 @@ def spor_reason(tok: Tokenizer | None, content_calls: int) -> str:
 
 def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions) -> dict:
     """Phase 1: every record of `sources` into _staged (valid or with its reject reason), --since/--until
-    applied, and _ingest_stats (ingest_stats.sql), returned as a dict."""
+    applied, and _staged_stats (staged_stats.sql), returned as a dict."""
     for i, src in enumerate(sources, 1):
         t_file, rows_before = time.perf_counter(), _n_staged(con)
         if opts.on_file:
@@ -165,8 +165,8 @@ def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions) -> di
             opts.on_file(i, len(sources), src, _n_staged(con) - rows_before, time.perf_counter() - t_file)
     if opts.since or opts.until:
         run_sql(con, "window", since=opts.since, until=opts.until)
-    run_sql(con, "ingest_stats")
-    return _row(con, "SELECT * FROM _ingest_stats")
+    run_sql(con, "staged_stats")
+    return _row(con, "SELECT * FROM _staged_stats")
 
 
 def _row(con, sql: str) -> dict:
@@ -200,7 +200,7 @@ class Figures:
     tokenizer: Tokenizer | None = None
     price_rows: list[tuple] | None = None  # cost.price_table's rows for the whole audit (None: these calls')
     n_price_keys: int | None = None
-    t_log_end: float | None = None  # the audit's last activity, epoch s (None: these calls' own)
+    t_log_end: float | None = None  # the audit's last activity, epoch s (`log_end`; None: these calls' own)
 
 
 def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
@@ -210,9 +210,8 @@ def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
     local_content = prompt_bloat.extract(con, fig.tokenizer)
     cost.prepare(con, opts.price_book, rows=fig.price_rows, n_keys=fig.n_price_keys)
     ids, bpt = fig.ids, float(fig.bytes_per_token)
-    t_log_end = fig.t_log_end if fig.t_log_end is not None else log_end(con)
     run_sql(con, "timed_calls")
-    run_sql(con, "segments", bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s), t_log_end=t_log_end)
+    run_sql(con, "segments", bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end)
     run_sql(con, "sessions", **ids, bytes_per_token=bpt, spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
             spor_max=opts.spor_max, kv_max_bytes=opts.kv_max_bytes)
     run_sql(con, "seg_window_parts")

@@ -16,8 +16,9 @@ o AS (  -- one window (one sort by session and time): the next call; ties in tim
 dsc AS (  -- the session's disconnect (its latest): a grouped scan of the few calls that log one, not a second window
   SELECT session_id, max(disc) AS t_disc FROM c WHERE disc IS NOT NULL GROUP BY session_id
 ),
-win AS (  -- the log's end (kv_log_end, timed_calls.sql): the whole audit's, also where these calls are one share of it
-  SELECT CAST($t_log_end AS DOUBLE) AS t_log_end
+win AS (  -- the log's end (timed_calls.sql): these calls' own, or $t_log_end, the whole audit's, where they are one
+          -- share of it (runner/audit/distributed.py)
+  SELECT coalesce(CAST($t_log_end AS DOUBLE), (SELECT t_log_end FROM kv_log_end())) AS t_log_end
 )
 SELECT o.session_id, t_start, coalesce(t_next, win.t_log_end) AS t_end, t_act, ctx_tokens,
        ctx_tokens * $bytes_per_token AS kv_bytes, t_next IS NULL AS is_last,

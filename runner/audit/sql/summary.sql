@@ -17,10 +17,10 @@ w AS (
   SELECT t0, t1, n FROM _seg_window
 ),
 r AS (
-  SELECT sum(n_rejects) AS n_rejects FROM _ingest_stats
+  SELECT sum(n_rejects) AS n_rejects FROM _staged_stats
 ),
 k AS (  -- blank lines (and non-call records, and calls outside --since/--until): neither calls nor rejects
-  SELECT sum(n_skipped) AS n_skipped FROM _ingest_stats
+  SELECT sum(n_skipped) AS n_skipped FROM _staged_stats
 ),
 m AS (
   SELECT any_value(memory_bytes) AS memory_bytes, any_value(memory_source) AS memory_source
