@@ -193,8 +193,12 @@ def test_a_worker_that_dies_is_retried(tmp_path, faults):
     paths = sorted(FIX.glob("*.jsonl"))
     for marker in ("crash-once-map-0", "crash-once-reduce-1", "crash-once-time-0"):
         (faults / marker).write_text("")
-    one, _, counts = _both(tmp_path, paths)
-    assert not list(faults.iterdir()), "every crash marker was used: each of those tasks died once"
+    try:
+        one, _, counts = _both(tmp_path, paths)
+        assert not list(faults.iterdir()), "every crash marker was used: each of those tasks died once"
+    finally:
+        for left in faults.iterdir():  # none after a pass; after a failure, no later test may crash
+            left.unlink()
     assert counts["token_call_rows"] == one["n_calls"]
 
 

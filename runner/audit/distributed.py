@@ -42,7 +42,7 @@ from typing import Callable
 
 from ..errors import UserError
 from . import cost, engine
-from .ingest import Source, detect
+from .ingest import Source
 
 FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
 _TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
@@ -88,7 +88,8 @@ class RayRun:
     partitions: int
     maps: int
     task_times: list[TaskTime] = field(default_factory=list)
-    phase_seconds: dict[str, float] = field(default_factory=dict)
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # map, reduce, time, combine (the driver's)
+    ray_start_s: float = 0.0        # starting (or joining) Ray
 
 
 def check_address(address: str | None) -> str | None:
@@ -318,12 +319,14 @@ class Cluster:
         self.on_progress = on_progress
         self.run_info: RayRun | None = None
         self._started_ray = False
+        self._ray_start_s = 0.0
         self._scratch: Path | None = None
 
     def __enter__(self) -> Cluster:
         ray = import_ray()
         if self.workers is not None and self.workers < 1:
             raise UserError(f"--ray-workers {self.workers}: must be >= 1")
+        started = time.perf_counter()
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
             try:
@@ -335,6 +338,7 @@ class Cluster:
                 where = "start a local Ray" if self.address is None else f"connect to the Ray cluster at {self.address}"
                 raise RayAuditError(f"--ray: cannot {where} ({str(exc).splitlines()[0]})") from None
             self._started_ray = True
+        self._ray_start_s = time.perf_counter() - started
         root = Path(self.scratch_root) if self.scratch_root else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
@@ -393,17 +397,17 @@ class Cluster:
 
     def run_audit(self, con, paths: list, opts: engine.AuditOptions, *, audit_id: str, run_id: int | None,
                   model: str, pricing, memory, tokenizer=None, tokenizer_path: str | None = None,
-                  strict: bool = False) -> engine.AuditResult:
+                  strict: bool = False, origins: dict[Path, str] | None = None) -> engine.AuditResult:
         """The audit of `paths`, computed by Ray tasks, its tables left in `con`'s temp tables and views (over
         this Cluster's scratch Parquet) for engine.persist, as engine.run_audit leaves them."""
         started = time.perf_counter()
         assert self._scratch is not None, "use Cluster as a context manager"
         engine.setup(con, str(self._scratch), opts)
-        sources = [detect(con, Path(p), opts.fmt) for p in paths]  # every file checked before any is read
+        sources = engine.detect_all(con, paths, opts.fmt, origins)
         cpus = self.cpus
         run = _Run(sources, _shares(sources, min(len(sources), 4 * cpus)), self.partitions or 2 * cpus,
                    replace(opts, threads=1, workdir=None, on_file=None), os.getcwd())
-        self.run_info = RayRun(cpus, run.partitions, len(run.shares))
+        self.run_info = RayRun(cpus, run.partitions, len(run.shares), ray_start_s=self._ray_start_s)
         maps = self._map(run, opts)
         counts = {k: sum(r["stats"][k] for r in maps.values()) for k in ("n_calls", "n_rejects", "content_calls")}
         con.execute("CREATE OR REPLACE TEMP TABLE _staged_stats AS SELECT * FROM read_parquet(?)",

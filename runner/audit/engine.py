@@ -11,7 +11,7 @@ import datetime as _dt
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -260,9 +260,16 @@ def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source
     return _row(con, "SELECT * FROM temp.main.audits")
 
 
+def detect_all(con, paths: list[str | Path], fmt: str, origins: dict[Path, str] | None = None) -> list[Source]:
+    """Every file's Source, checked before any is read: a bad path fails fast, with nothing written.
+    `origins`: the s3:// URL of each file that is a copy of one (remote.py)."""
+    origins = origins or {}
+    return [replace(detect(con, Path(p), fmt), origin=origins.get(Path(p))) for p in paths]
+
+
 def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
               model: str, pricing: Pricing, memory: Memory, tokenizer: Tokenizer | None = None,
-              strict: bool = False) -> AuditResult:
+              strict: bool = False, origins: dict[Path, str] | None = None) -> AuditResult:
     """Read `paths`, compute every audit table in temp tables on `con`. Raises (and leaves nothing
     behind but scratch temp tables, which `cleanup` drops) when nothing valid was read or, with
     `strict`, when anything was rejected."""
@@ -270,8 +277,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
     tmpdir = opts.workdir or tempfile.mkdtemp(prefix="kvreport-audit-")
     try:
         setup(con, tmpdir, opts)
-        # Every file is checked before any is read: a bad path fails fast, with nothing written.
-        sources = [detect(con, Path(p), opts.fmt) for p in paths]
+        sources = detect_all(con, paths, opts.fmt, origins)
         counts = read_logs(con, sources, tmpdir, opts)
         rejects = first_rejects(con)
         check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)

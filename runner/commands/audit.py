@@ -5,6 +5,7 @@ import contextlib
 import datetime as _dt
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -96,7 +97,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
     from ..audit.cost import load_prices_file, prefetch
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
-    from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
+    from ..audit.ingest import FORMATS, Keys, detect, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
     from ..store import Store
@@ -107,7 +108,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
     if not paths:
         raise UserError("give at least one log file")
-    paths = expand_paths(paths, exclude=(Path(db), Path(str(db) + ".wal")))  # folders and quoted globs
+    paths = _log_files(paths, db)  # folders, quoted globs, s3:// prefixes and globs
     window = _utc("--since", since), _utc("--until", until)
     if window[0] and window[1] and window[0] >= window[1]:
         raise UserError(f"--since {since} is not before --until {until}")
@@ -124,18 +125,27 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
                         memory_limit=memory_limit, price_book=book, gpu_hour_price=gpu_hour_price)
     import duckdb
 
-    # Check every file (exists, readable, a format we know) before the DB is even opened.
-    probe = duckdb.connect()
+    # The audit's scratch folder: it outlives the DB connection (see workdir) and holds the copies of s3://
+    # objects (on a Ray cluster in --ray-scratch, where every node reads them).
+    if ray and ray_scratch:
+        Path(ray_scratch).mkdir(parents=True, exist_ok=True)
+    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-", dir=ray_scratch if ray else None)
     try:
-        opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
-                         json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
-        for p in paths:
-            detect(probe, Path(p), fmt)
-    finally:
-        probe.close()
+        paths, origins = _staged(paths, work.name)
+        # Check every file (exists, readable, a format we know) before the DB is even opened.
+        probe = duckdb.connect()
+        try:
+            opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
+                             json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
+            for p in paths:
+                detect(probe, Path(p), fmt)
+        finally:
+            probe.close()
+    except BaseException:
+        work.cleanup()
+        raise
     created = not Path(db).exists()
     prefetch()
-    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-")  # outlives the DB connection: see workdir
     opts.workdir = work.name
     opts.since, opts.until = window
     try:
@@ -145,7 +155,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
             memory = memory_from_db(con, model)
             audit_id = next_audit_id(con)
             args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing, memory=memory, tokenizer=tok,
-                        strict=strict)
+                        strict=strict, origins=origins)
             try:
                 if ray is None:
                     result = run_audit(con, paths, opts, **args)
@@ -190,6 +200,32 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     return s
 
 
+def _log_files(args: list, db: Path) -> list:
+    """The command line's logs in order, each once: local files (ingest.expand_paths) and s3:// URLs (listed,
+    not read: remote.expand)."""
+    from ..audit import remote
+    from ..audit.ingest import expand_paths
+
+    out: dict = {}
+    for arg in args:
+        url = remote.url_of(arg)
+        found = remote.expand(url) if url else expand_paths([arg], exclude=(Path(db), Path(str(db) + ".wal")))
+        out.update(dict.fromkeys(found))
+    return list(out)
+
+
+def _staged(paths: list, folder: str) -> tuple[list[Path], dict[Path, str]]:
+    """`paths` with each s3:// URL replaced by a local copy in `folder`; and the URL of each copy."""
+    from ..audit import remote
+
+    urls = [p for p in paths if remote.url_of(p)]
+    if not urls:
+        return [Path(p) for p in paths], {}
+    copies = remote.stage(urls, folder)
+    local = {url: path for path, url in copies.items()}
+    return [local[p] if p in local else Path(p) for p in paths], copies
+
+
 def _ray_audit(con, paths, opts, args: dict, address: str, workers, scratch, partitions, tokenizer_path, progress,
                info: dict | None):
     """The audit as Ray tasks (runner/audit/distributed.py), stored in one transaction like the other."""
@@ -199,7 +235,9 @@ def _ray_audit(con, paths, opts, args: dict, address: str, workers, scratch, par
     with _ray_progress(progress) as on_progress, \
             Cluster(address, workers, scratch, partitions, on_progress=on_progress) as cluster:
         result = cluster.run_audit(con, paths, opts, tokenizer_path=tokenizer_path, **args)
+        started = time.perf_counter()
         persist(con, result)  # the calls and rejects come straight from the scratch Parquet, so before it goes
+        cluster.run_info.phase_seconds["persist"] = time.perf_counter() - started
     if info is not None:
         info["run"] = cluster.run_info
     return result
