@@ -123,8 +123,10 @@ def test_findings_for_a_missing_run_and_build_into_a_file_are_errors(db, tmp_pat
 
 
 def test_the_audit_without_ray_never_imports_ray(tmp_path):
-    """Ray is an optional extra (`kvreport[ray]`): only `kvreport audit --ray` imports it."""
+    """Ray and s3fs are optional extras (`kvreport[ray]`, `kvreport[s3]`): only `kvreport audit --ray` imports
+    Ray, and only an s3:// path s3fs."""
     names = _imported_modules("audit", str(FIXTURES / "audit" / "openai.jsonl"), "--db", str(tmp_path / "a.duckdb"),
                               cwd=tmp_path)
     assert "kvreport.runner.audit.engine" in names  # the probe saw the audit run
-    assert not sorted(n for n in names if n.split(".")[0] == "ray" or n.endswith("audit.distributed"))
+    assert not sorted(n for n in names if n.split(".")[0] in ("ray", "s3fs", "botocore", "aiobotocore")
+                      or n.endswith("audit.distributed"))
