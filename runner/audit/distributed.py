@@ -324,8 +324,6 @@ class Cluster:
 
     def __enter__(self) -> Cluster:
         ray = import_ray()
-        if self.workers is not None and self.workers < 1:
-            raise UserError(f"--ray-workers {self.workers}: must be >= 1")
         started = time.perf_counter()
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -118,6 +118,8 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         from ..audit import distributed
 
         distributed.check_address(ray)
+        if ray_workers is not None and ray_workers < 1:
+            raise UserError(f"--ray-workers {ray_workers}: must be >= 1")
         distributed.import_ray()  # before the DB is opened: no Ray, nothing written
     tok = load_tokenizer(tokenizer) if tokenizer else None
     book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
