@@ -153,11 +153,12 @@ def main() -> None:
                   "as measured plus each phase's task work over the CPUs (never below its longest task):")
             for cpus in (2, 4, 16, 64):
                 e = estimate(base, cpus)
-                print(f"  {cpus:3d} CPUs: ~{e:.1f} s, ~{args.calls / e:,.0f} calls/s "
-                      f"({one['wall'] / e:.2f}x the single process measured here)")
+                warm = e - base["ray_start"]  # --ray auto on a running cluster does not start one
+                print(f"  {cpus:3d} CPUs: ~{e:.1f} s ({one['wall'] / e:.2f}x the single process's speed measured "
+                      f"here); on a running cluster, without Ray's start: ~{warm:.1f} s ({one['wall'] / warm:.2f}x)")
             print("  The tasks' share only shrinks with more CPUs when there are at least that many files and "
-                  "partitions (--files, 2 partitions per CPU); the driver's own part (the DB write above all) "
-                  "does not shrink.")
+                  "partitions (--files; 2 partitions per CPU); the driver's own part (Ray's start, the DB write, "
+                  "start-up) does not.")
 
 
 if __name__ == "__main__":
