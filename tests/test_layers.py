@@ -134,3 +134,13 @@ def test_findings_for_a_missing_run_and_build_into_a_file_are_errors(db, tmp_pat
     target.write_text("x")
     r = _cli("build", "--db", str(db), "--out", str(target))
     assert r.returncode == 2 and "is a file" in r.stderr and target.read_text() == "x"
+
+
+def test_the_audit_without_ray_never_imports_ray(tmp_path):
+    """Ray and s3fs are optional extras (`kvreport[ray]`, `kvreport[s3]`): only `kvreport audit --ray` imports
+    Ray, and only an s3:// path s3fs."""
+    names = _imported_modules("audit", str(FIXTURES / "audit" / "openai.jsonl"), "--db", str(tmp_path / "a.duckdb"),
+                              cwd=tmp_path)
+    assert "kvreport.runner.audit.engine" in names  # the probe saw the audit run
+    assert not sorted(n for n in names if n.split(".")[0] in ("ray", "s3fs", "botocore", "aiobotocore")
+                      or n.endswith("audit.distributed"))

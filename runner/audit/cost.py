@@ -38,7 +38,7 @@ from ..errors import UserError
 from .sqlfiles import run_sql
 
 VIEWS = ("_calls_priced", "_calls_rated", "_calls_keyed")  # temp views this module leaves on the connection
-SCRATCH = ("_price_rows",)
+SCRATCH = ("_price_rows", "_price_parts", "_whatif_parts")
 MAX_PERIOD_DAYS = 3700  # time-of-day prices: boundaries for at most ~10 years of log, then one period
 _RATE_KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")
 
@@ -368,11 +368,7 @@ def _keys(con) -> list[_Key]:
         dict(p=first[0], s=first[1], q=first[2])).fetchone()
     if not others:
         return [_Key(*first, n, lo, hi, untimed)]
-    return [_Key(*r) for r in con.execute("""
-        SELECT provider_name, response_model, request_model, count(*),
-               min(coalesce(start_time, end_time)), max(coalesce(start_time, end_time)),
-               bool_or(coalesce(start_time, end_time) IS NULL)
-        FROM token_calls GROUP BY ALL ORDER BY ALL""").fetchall()]
+    return merge_keys([key_spans(con)])
 
 
 def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[tuple]:
@@ -390,13 +386,44 @@ def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[tu
     return out
 
 
-def prepare(con, book: PriceBook | None) -> None:
-    """Look up the rates of this audit's calls (token_calls, a temp view) once per model, period and tier,
-    and define _calls_rated (each call with its rates and costs; sql/sessions.sql sums it per session) and
-    _calls_priced (what `persist` copies into token_calls). Runs before the per-session figures."""
+def price_table(keys: list[_Key], book: PriceBook | None) -> list[tuple]:
+    """The _price_rows of an audit whose calls name these (provider, models) keys: rates looked up once per
+    model, period and tier."""
     now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
-    keys = _keys(con)
-    rows = _price_rows(keys, book or PriceBook(), now)
+    return _price_rows(keys, book or PriceBook(), now)
+
+
+def key_spans(con) -> list[tuple]:
+    """The (provider, response model, request model, calls, first time, last time, any untimed) of the calls
+    on `con`, grouped: one share's, which `merge_keys` adds up to the whole audit's keys."""
+    return con.execute("""
+        SELECT provider_name, response_model, request_model, count(*),
+               min(coalesce(start_time, end_time)), max(coalesce(start_time, end_time)),
+               bool_or(coalesce(start_time, end_time) IS NULL)
+        FROM token_calls GROUP BY ALL""").fetchall()
+
+
+def merge_keys(shares: list[list[tuple]]) -> list[_Key]:
+    """The audit's keys from its shares' `key_spans`, as `_keys` finds them on all the calls at once."""
+    out: dict[tuple, list] = {}
+    for rows in shares:
+        for p, s, q, n, lo, hi, untimed in rows:
+            k = out.setdefault((p, s, q), [0, None, None, False])
+            k[0] += n
+            k[1] = lo if k[1] is None or (lo is not None and lo < k[1]) else k[1]
+            k[2] = hi if k[2] is None or (hi is not None and hi > k[2]) else k[2]
+            k[3] = k[3] or bool(untimed)
+    return [_Key(*key, *v) for key, v in sorted(out.items(), key=lambda kv: tuple((x is None, x or "") for x in kv[0]))]
+
+
+def prepare(con, book: PriceBook | None = None, *, rows: list[tuple] | None = None, n_keys: int | None = None) -> None:
+    """Define _calls_rated (each call of token_calls, a temp view, with its rates and costs; sql/sessions.sql
+    sums it per session) and _calls_priced (what `persist` copies into token_calls). The rates are looked up
+    here from `book` once per model, period and tier, unless `rows` (`price_table`'s, for the n_keys keys of
+    the whole audit when these calls are one share of it) gives them. Runs before the per-session figures."""
+    if rows is None:
+        keys = _keys(con)
+        rows, n_keys = price_table(keys, book), len(keys)
     con.execute("""CREATE OR REPLACE TEMP TABLE _price_rows (
         row_id INTEGER, provider_name VARCHAR, response_model VARCHAR, request_model VARCHAR, model VARCHAR,
         known BOOLEAN, untimed BOOLEAN, valid_from TIMESTAMP, valid_to TIMESTAMP, above_input_tokens BIGINT,
@@ -406,7 +433,7 @@ def prepare(con, book: PriceBook | None) -> None:
     if rows:
         con.executemany(f"INSERT INTO _price_rows VALUES ({', '.join('?' * len(_ROW_COLS))})", rows)
     run_sql(con, "cost_keyed")
-    if len(keys) == 1:
+    if n_keys == 1:
         run_sql(con, "cost_keyed_one")
     run_sql(con, "cost_views")
 
@@ -415,7 +442,7 @@ def price_calls(con, *, audit_id: str, run_id: int | None, gpu_hour_price: float
     """The rates used (token_prices), the audit's totals, what-if savings and GPU-time figures; runs after
     sql/summary.sql (per-session costs were summed with the sessions' other figures)."""
     started = _time.perf_counter()
-    run_sql(con, "cost_calls", audit_id=audit_id, run_id=run_id)
+    run_sql(con, "cost_calls", audit_id=audit_id, run_id=run_id)  # from _price_parts (cost_price_parts.sql)
     run_sql(con, "cost_summary", gpu_hour_price=gpu_hour_price, pricing_s=_time.perf_counter() - started)
 
 

@@ -94,10 +94,11 @@ class Source:
     path: Path
     fmt: str      # sessions | openai | anthropic | otel
     layout: str   # jsonl | csv | parquet | doc
+    origin: str | None = None  # where `path` was copied from (an s3:// URL, remote.py): stored instead of it
 
     @property
     def label(self) -> str:
-        return str(self.path)
+        return self.origin or str(self.path)
 
 
 def expand_paths(args: list[str | Path], exclude: tuple[Path, ...] = ()) -> list[Path]:

@@ -5,7 +5,8 @@ Two phases around the audit's call tables (engine.py):
   extract  while _staged (every record read) still exists: each valid call's messages flattened into
            _content (with the call's token counts, so nothing later needs _staged), token ids with
            --tokenizer, and system-prompt counts for calls whose log gave none (tokenizer_update.sql);
-  analyse  afterwards, from _content alone: token_bloat and token_repeats.
+  analyse  afterwards, from _content alone: token_bloat, and the repeated instructions of these sessions
+           (_repeat_parts), of which `repeats` keeps the audit's first in token_repeats.
 `rid` (the call's row in _staged at extract time) identifies a call in every table here.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .tokenizer import Tokenizer
 # Calls whose texts one statement aggregates (bloat_content_rest, bloat_snippets, ...): per-call text
 # aggregation cannot spill, so a slice bounds it.
 SLICE = 100_000
-SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_tokens", "_breaks")
+SCRATCH = ("_content", "_ids", "_sys_counts", "_pairs", "_lcp_tokens", "_breaks", "_repeat_parts")
 
 
 def _sliced(con, name: str, last: int | None) -> None:
@@ -85,12 +86,22 @@ def extract(con, tokenizer: Tokenizer | None) -> int:
     return content_calls
 
 
-def analyse(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, min_repeat_chars: int,
-            max_repeat_rows: int) -> str | None:
-    """token_bloat and token_repeats (temp tables) from _content (and the macros `extract` defined);
-    returns why achievable figures are missing, or None."""
+def reason(tokenizer: Tokenizer | None, content_calls: int) -> str | None:
+    """Why the audit has no achievable figures (`content_calls`: the whole audit's), or None."""
     if not content_calls:
         return "no message content in the log (request messages are needed for prompt-bloat analysis)"
+    if tokenizer is None:
+        return "achievable PCER needs --tokenizer; prefix breaks are shown in characters"
+    return None
+
+
+def analyse(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, min_repeat_chars: int,
+            max_repeat_rows: int) -> None:
+    """token_bloat and _repeat_parts (temp tables) from _content (and the macros `extract` defined), for the
+    sessions whose calls are on `con`: every one of them is analysed on its own. `content_calls`: those calls'
+    (0: nothing to analyse). `repeats` then picks the audit's most repeated instructions."""
+    if not content_calls:
+        return
     last = con.execute("SELECT max(rid) FROM _content").fetchone()[0]
     run_sql(con, "pairs")  # lcp_chars, but for the searches that ran past a message's line:
     if con.execute("SELECT count(*) FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL").fetchone()[0]:
@@ -102,15 +113,22 @@ def analyse(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, 
     run_sql(con, "bloat_breaks")
     _sliced(con, "bloat_snippets", last)
     run_sql(con, "bloat", **ids, has_tokens=tokenizer is not None)
-    run_sql(con, "repeats", **ids, min_chars=min_repeat_chars, max_rows=max_repeat_rows)
+    run_sql(con, "repeat_parts", min_chars=min_repeat_chars, max_rows=max_repeat_rows)
+
+
+def repeats(con, ids: dict, tokenizer: Tokenizer | None, content_calls: int, *, max_repeat_rows: int) -> None:
+    """token_repeats: the first of every share's _repeat_parts, with their tokens counted by --tokenizer.
+    `content_calls`: the whole audit's (0: no share has any)."""
+    if not content_calls:
+        return
+    run_sql(con, "repeats", **ids, max_rows=max_repeat_rows)
     if tokenizer is None:
-        return "achievable PCER needs --tokenizer; prefix breaks are shown in characters"
+        return
     rep = con.execute("SELECT rowid, instruction FROM temp.main.token_repeats").fetchall()
     if rep:
         counts = tokenizer.count([r[1] for r in rep])
         con.executemany("UPDATE temp.main.token_repeats SET tokens = ? WHERE rowid = ?",
                         [(n, r[0]) for r, n in zip(rep, counts)])
-    return None
 
 
 def cleanup(con) -> None:

@@ -5,6 +5,7 @@ import contextlib
 import datetime as _dt
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -88,12 +89,15 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
             spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = DEFAULT_MEMORY_LIMIT,
             echo=typer.echo, prices: Path | None = None, gpu_hour_price: float | None = None,
             session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None,
-            since: str | None = None, until: str | None = None, progress: bool | None = None) -> dict:
+            since: str | None = None, until: str | None = None, progress: bool | None = None,
+            ray: str | None = None, ray_workers: int | None = None, ray_scratch: Path | None = None,
+            ray_partitions: int | None = None, ray_info: dict | None = None) -> dict:
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
-    benchmark can call it in-process."""
+    benchmark can call it in-process. `ray`: run it as Ray tasks ("local": a Ray of ray_workers CPUs started
+    here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
     from ..audit.cost import load_prices_file, prefetch
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
-    from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
+    from ..audit.ingest import FORMATS, Keys, detect, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
     from ..store import Store
@@ -104,44 +108,63 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
         raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
     if not paths:
         raise UserError("give at least one log file")
-    paths = expand_paths(paths, exclude=(Path(db), Path(str(db) + ".wal")))  # folders and quoted globs
+    paths = _log_files(paths, db)  # folders, quoted globs, s3:// prefixes and globs
     window = _utc("--since", since), _utc("--until", until)
     if window[0] and window[1] and window[0] >= window[1]:
         raise UserError(f"--since {since} is not before --until {until}")
     if gpu_hour_price is not None and not gpu_hour_price >= 0:
         raise UserError(f"--gpu-hour-price {gpu_hour_price}: must be >= 0 (USD per GPU-hour)")
+    if ray is not None:
+        from ..audit import distributed
+
+        distributed.check_address(ray)
+        if ray_workers is not None and ray_workers < 1:
+            raise UserError(f"--ray-workers {ray_workers}: must be >= 1")
+        distributed.import_ray()  # before the DB is opened: no Ray, nothing written
     tok = load_tokenizer(tokenizer) if tokenizer else None
     book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
     opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
                         memory_limit=memory_limit, price_book=book, gpu_hour_price=gpu_hour_price)
     import duckdb
 
-    # Check every file (exists, readable, a format we know) before the DB is even opened.
-    probe = duckdb.connect()
+    # The audit's scratch folder: it outlives the DB connection (see workdir) and holds the copies of s3://
+    # objects (on a Ray cluster in --ray-scratch, where every node reads them).
+    if ray and ray_scratch:
+        Path(ray_scratch).mkdir(parents=True, exist_ok=True)
+    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-", dir=ray_scratch if ray else None)
     try:
-        opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
-                         json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
-        for p in paths:
-            detect(probe, Path(p), fmt)
-    finally:
-        probe.close()
+        paths, origins = _staged(paths, work.name)
+        # Check every file (exists, readable, a format we know) before the DB is even opened.
+        probe = duckdb.connect()
+        try:
+            opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
+                             json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
+            for p in paths:
+                detect(probe, Path(p), fmt)
+        finally:
+            probe.close()
+    except BaseException:
+        work.cleanup()
+        raise
     created = not Path(db).exists()
     prefetch()
-    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-")  # outlives the DB connection: see workdir
     opts.workdir = work.name
     opts.since, opts.until = window
     try:
-        with work, Store(db) as store, _progress(len(paths), progress, store.con) as opts.on_file:
+        with work, Store(db) as store, _progress(len(paths), False if ray else progress, store.con) as opts.on_file:
             con = store.con
             pricing = kv_pricing(model, con)
             memory = memory_from_db(con, model)
             audit_id = next_audit_id(con)
+            args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing, memory=memory, tokenizer=tok,
+                        strict=strict, origins=origins)
             try:
-                result = run_audit(con, paths, opts, audit_id=audit_id, run_id=None, model=model,
-                                   pricing=pricing, memory=memory, tokenizer=tok, strict=strict)
-                persist(con, result)
-                unnamed = con.execute("SELECT count(*) FROM temp.main.token_calls "  # this audit's, still in temp
-                                      "WHERE starts_with(session_id, '(no session) ')").fetchone()[0]
+                if ray is None:
+                    result = run_audit(con, paths, opts, **args)
+                    persist(con, result)
+                else:
+                    result = _ray_audit(con, paths, opts, args, ray, ray_workers, ray_scratch, ray_partitions,
+                                        tokenizer, progress, ray_info)
             finally:
                 cleanup(con)
     except BaseException:
@@ -153,7 +176,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     echo(f"{audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} file(s) "
          f"({s['format']}) -> {db}")
     echo(f"  KV pricing: {s['kv_bytes_detail']}")
-    if unnamed:  # PCER "per session" of such a call is the call's own
+    if unnamed := result.unnamed_calls:  # PCER "per session" of such a call is the call's own
         echo(f"  sessions: {unnamed:,} of {s['n_calls']:,} call(s) named no session, so each is its own session and "
              "its per-session PCER is per call (give --session-key PATH)")
     echo(f"  PCER (cached / total input, token-weighted): {_pct(s['overall_pcer'])}")
@@ -177,6 +200,71 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
              + (", or Langfuse observations that are not generations (spans, events, ...)"
                 if any(src.fmt == "langfuse" for src in result.sources) else ""))
     return s
+
+
+def _log_files(args: list, db: Path) -> list:
+    """The command line's logs in order, each once: local files (ingest.expand_paths) and s3:// URLs (listed,
+    not read: remote.expand)."""
+    from ..audit import remote
+    from ..audit.ingest import expand_paths
+
+    out: dict = {}
+    for arg in args:
+        url = remote.url_of(arg)
+        found = remote.expand(url) if url else expand_paths([arg], exclude=(Path(db), Path(str(db) + ".wal")))
+        out.update(dict.fromkeys(found))
+    return list(out)
+
+
+def _staged(paths: list, folder: str) -> tuple[list[Path], dict[Path, str]]:
+    """`paths` with each s3:// URL replaced by a local copy in `folder`; and the URL of each copy."""
+    from ..audit import remote
+
+    urls = [p for p in paths if remote.url_of(p)]
+    if not urls:
+        return [Path(p) for p in paths], {}
+    copies = remote.stage(urls, folder)
+    local = {url: path for path, url in copies.items()}
+    return [local[p] if p in local else Path(p) for p in paths], copies
+
+
+def _ray_audit(con, paths, opts, args: dict, address: str, workers, scratch, partitions, tokenizer_path, progress,
+               info: dict | None):
+    """The audit as Ray tasks (runner/audit/distributed.py), stored in one transaction like the other."""
+    from ..audit.distributed import Cluster
+    from ..audit.engine import persist
+
+    with _ray_progress(progress) as on_progress, \
+            Cluster(address, workers, scratch, partitions, on_progress=on_progress) as cluster:
+        result = cluster.run_audit(con, paths, opts, tokenizer_path=tokenizer_path, **args)
+        started = time.perf_counter()
+        persist(con, result)  # the calls and rejects come straight from the scratch Parquet, so before it goes
+        cluster.run_info.phase_seconds["persist"] = time.perf_counter() - started
+    if info is not None:
+        info["run"] = cluster.run_info
+    return result
+
+
+@contextlib.contextmanager
+def _ray_progress(enabled: bool | None):
+    """Files mapped and partitions reduced, with calls per second, on stderr when it is a terminal."""
+    if not (sys.stderr.isatty() if enabled is None else enabled):
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True, force_terminal=enabled), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def on_progress(p) -> None:
+            if p.phase not in tasks:
+                tasks[p.phase] = bar.add_task(p.phase, total=p.total)
+            rate = f": {p.calls:,} calls, {p.calls / max(p.seconds, 1e-9):,.0f} calls/s" if p.calls else ""
+            bar.update(tasks[p.phase], completed=p.done, total=p.total, description=p.phase + rate)
+
+        yield on_progress
 
 
 def _usd(v) -> str:
@@ -243,11 +331,20 @@ def audit(
                                                    "skipped.")] = None,
     until: Annotated[str | None, typer.Option(help="Audit only calls before this time (ISO 8601; no offset: "
                                                    "UTC).")] = None,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="ADDRESS",
+        help="Run the audit as Ray tasks (pip install 'kvreport[ray]'), with the same results: 'local' starts a "
+             "Ray on this machine; 'auto' or ray://HOST:10001 use that cluster.")] = None,
+    ray_workers: Annotated[int | None, typer.Option(help="CPUs of the local Ray that --ray starts (default: all "
+                                                         "of this machine's).")] = None,
+    ray_scratch: Annotated[Path | None, typer.Option(help="Folder for --ray's intermediate Parquet (removed "
+                                                          "afterwards); on a multi-node cluster one every node "
+                                                          "mounts. Default: the system temp folder.")] = None,
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
     execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit,
             prices=prices, gpu_hour_price=gpu_hour_price, session_keys=session_key or (), time_key=time_key,
-            since=since, until=until)
+            since=since, until=until, ray=ray, ray_workers=ray_workers, ray_scratch=ray_scratch)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,19 +1,6 @@
--- The labels of this audit's calls (schema step 006): each distinct combination of the strings a call
--- shares with many others (its file, format, provider, models, system-token source, price source and date),
--- numbered in a fixed order. `persist` stores them in token_call_labels and each call's numbers in
--- token_call_rows with its label_id, so a million calls do not write a million copies of each string.
--- Calls find their label by label_hash, one integer, not by comparing eight strings per call;
--- engine.py checks that no two labels share a hash (it falls back to comparing the strings if they do).
-CREATE OR REPLACE TEMP VIEW _calls_labelled AS
-SELECT *, hash(source, format, provider_name, request_model, response_model, system_tokens_source, price_source,
-               price_snapshot_date) AS label_hash
-FROM _calls_priced;
-
-CREATE OR REPLACE TEMP TABLE _call_labels AS
-SELECT CAST(row_number() OVER (ORDER BY source NULLS FIRST, format NULLS FIRST, provider_name NULLS FIRST,
-                                        request_model NULLS FIRST, response_model NULLS FIRST,
-                                        system_tokens_source NULLS FIRST, price_source NULLS FIRST,
-                                        price_snapshot_date NULLS FIRST) AS INTEGER) AS label_id, *
-FROM (SELECT DISTINCT label_hash, source, format, provider_name, request_model, response_model,
-                      system_tokens_source, price_source, price_snapshot_date
-      FROM _calls_labelled);
+-- The distinct labels of this share of the calls (all of them in one process; one partition of sessions in
+-- runner/audit/distributed.py); call_label_ids.sql numbers those of every share.
+CREATE OR REPLACE TEMP TABLE _label_parts AS
+SELECT DISTINCT label_hash, source, format, provider_name, request_model, response_model, system_tokens_source,
+                price_source, price_snapshot_date
+FROM _calls_labelled;

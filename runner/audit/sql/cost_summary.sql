@@ -14,7 +14,7 @@
 UPDATE audits SET
   cost_usd = t.cost_usd, input_cost_usd = t.input_cost_usd, cache_read_cost_usd = t.cache_read_cost_usd,
   cache_write_cost_usd = t.cache_write_cost_usd, output_cost_usd = t.output_cost_usd,
-  priced_calls = t.priced_calls, unpriced_calls = t.unpriced_calls, unpriced_models = t.unpriced_models,
+  priced_calls = t.priced_calls, unpriced_calls = audits.n_calls - t.priced_calls, unpriced_models = t.unpriced_models,
   price_source = t.price_source, price_snapshot_date = t.price_snapshot_date,
   whatif_calls = w.n_calls, whatif_nocache_usd = w.nocache, whatif_actual_usd = w.actual,
   whatif_achievable_usd = w.achievable, whatif_stable_usd = w.stable,
@@ -43,8 +43,6 @@ FROM (
          sum(p.cache_creation_input_tokens * p.cache_write_usd_mtok) / 1e6 AS cache_write_cost_usd,
          sum(p.output_tokens * p.output_usd_mtok) / 1e6 AS output_cost_usd,
          coalesce(sum(p.n_calls) FILTER (WHERE p.input_usd_mtok IS NOT NULL), 0) AS priced_calls,
-         (SELECT count(*) FROM token_calls) - coalesce(sum(p.n_calls) FILTER (WHERE p.input_usd_mtok IS NOT NULL), 0)
-           AS unpriced_calls,
          string_agg(format('{} ({}): {} calls', coalesce(p.model, 'no model in the log'), coalesce(p.provider_name, 'no provider'),
                            p.n_calls), '; ' ORDER BY p.n_calls DESC, p.model) FILTER (WHERE p.input_usd_mtok IS NULL)
            AS unpriced_models,
@@ -52,26 +50,11 @@ FROM (
          min(p.snapshot_date) FILTER (WHERE p.input_usd_mtok IS NOT NULL) AS price_snapshot_date
   FROM token_prices p
 ) t, (
-  SELECT (SELECT count(*) FROM token_bloat) AS n_bloat,
-         (SELECT count(*) FROM token_bloat WHERE achievable_pcer IS NOT NULL) AS n_achievable,
-         sum(s.n_calls) AS n_calls, sum(s.all_uncached_usd + s.fixed_usd) AS nocache, sum(s.cost_usd) AS actual,
-         sum(b.achievable_pcer * s.all_read_usd + (1 - b.achievable_pcer) * s.all_write_usd + s.fixed_usd) AS achievable,
-         sum(b.stable_prefix_pcer * s.all_read_usd + (1 - b.stable_prefix_pcer) * s.all_write_usd + s.fixed_usd) AS stable,
-         sum(b.achievable_pcer * s.input_tokens) / nullif(sum(s.input_tokens), 0) AS achievable_pcer,
-         sum(b.stable_prefix_pcer * s.input_tokens) / nullif(sum(s.input_tokens), 0) AS stable_pcer
-  FROM (  -- per session: its input all uncached, all read, all written; output and fees as they were
-        SELECT session_id, count(*) AS n_calls, sum(input_tokens) AS input_tokens,
-               sum(input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + request_usd)
-                 AS cost_usd,
-               count(*) FILTER (WHERE input_usd_mtok IS NULL) AS unpriced_calls,
-               sum(input_tokens * input_usd_mtok) / 1e6 AS all_uncached_usd,
-               sum(input_tokens * cache_read_usd_mtok) / 1e6 AS all_read_usd,
-               sum(input_tokens * cache_write_usd_mtok) / 1e6 AS all_write_usd,
-               sum(output_tokens * output_usd_mtok / 1e6 + request_usd) AS fixed_usd
-        FROM _calls_rated WHERE session_id IN (SELECT session_id FROM token_bloat)
-        GROUP BY session_id) s
-  JOIN token_bloat b USING (session_id)
-  WHERE s.unpriced_calls = 0 AND b.achievable_pcer IS NOT NULL
+  SELECT sum(n_bloat) AS n_bloat, sum(n_achievable) AS n_achievable, sum(n_calls) AS n_calls,
+         sum(nocache) AS nocache, sum(actual) AS actual, sum(achievable) AS achievable, sum(stable) AS stable,
+         sum(achievable_input_tokens) / nullif(sum(input_tokens), 0) AS achievable_pcer,
+         sum(stable_input_tokens) / nullif(sum(input_tokens), 0) AS stable_pcer
+  FROM _whatif_parts  -- cost_whatif_parts.sql, summed over the shares of the sessions
 ) w;
 
 -- The TTL sweep in GPU-hours and dollars: what evicting at each TTL frees.

@@ -1,31 +1,7 @@
--- Instructions a session sends again in the NEW part of several turns (the latest user message), as
--- sentences of at least $min_chars characters; also_in_system marks ones the system prompt already says.
+-- The audit's most repeated instructions: the first $max_rows of every share's (repeat_parts.sql).
 INSERT INTO token_repeats BY NAME
-WITH s AS (
-  SELECT session_id, rid, system_text,
-         -- a text with none of . ! ? and no newline has nothing to split at (it is its one sentence): the
-         -- regexp runs only on the others
-         trim(unnest(CASE WHEN contains(last_user_text, '.') OR contains(last_user_text, '!')
-                            OR contains(last_user_text, '?') OR contains(last_user_text, chr(10))
-                          THEN regexp_split_to_array(last_user_text, '[.!?](\s+|$)|\n+')
-                          ELSE [last_user_text] END)) AS sentence
-  FROM _content WHERE length(last_user_text) >= $min_chars  -- a sentence is a part of the text: no shorter text has one
-),
-f AS (
-  SELECT *, hash(session_id, lower(sentence)) AS h FROM s WHERE length(sentence) >= $min_chars
-),
--- Most sentences are sent once: a group of one row cannot make 2 turns. Different hashes are certainly
--- different groups, so a hash seen once marks such a sentence and the string grouping below sees only the
--- rest (equal hashes are only a candidate: the grouping compares the strings).
-m AS (SELECT h FROM f GROUP BY h HAVING count(*) >= 2),
-g AS (
-  SELECT session_id, min(sentence) AS instruction, count(DISTINCT rid) AS n_turns,
-         coalesce(bool_or(contains(lower(system_text), lower(sentence))), false) AS also_in_system
-  FROM f WHERE h IN (SELECT h FROM m) GROUP BY session_id, lower(sentence)
-  HAVING count(DISTINCT rid) >= 2
-)
-SELECT $audit_id AS audit_id, $run_id AS run_id, session_id, instruction, n_turns, also_in_system,
-       length(instruction) AS chars, NULL AS tokens
-FROM g
+SELECT $audit_id AS audit_id, $run_id AS run_id, session_id, instruction, n_turns, also_in_system, chars,
+       NULL AS tokens
+FROM _repeat_parts
 ORDER BY n_turns DESC, chars DESC, session_id, instruction
 LIMIT $max_rows;

@@ -4,15 +4,7 @@
 -- call. It is idle from `idle_timeout` seconds after the call's activity, or from an explicit disconnect
 -- (last call only). Calls without any time cannot be placed and are left out (the audit says so).
 CREATE OR REPLACE TEMP TABLE _seg AS
-WITH c AS NOT MATERIALIZED (  -- re-read per use (a scan of the calls) rather than held
-  SELECT session_id, source, line,
-         epoch_us(coalesce(start_time, end_time)) / 1e6 AS t_start,
-         epoch_us(coalesce(end_time, start_time)) / 1e6 AS t_act,
-         input_tokens + output_tokens AS ctx_tokens,
-         epoch_us(disconnected_at) / 1e6 AS disc
-  FROM token_calls  -- this audit's calls only (a temporary view)
-  WHERE coalesce(start_time, end_time) IS NOT NULL
-),
+WITH c AS NOT MATERIALIZED (SELECT * FROM _timed_calls),  -- re-read per use (a scan of the calls) rather than held
 src AS (  -- each file's rank in name order: the window sorts on this small integer, not on the path string
   SELECT source, row_number() OVER (ORDER BY source) AS src FROM (SELECT DISTINCT source FROM c)
 ),
@@ -24,8 +16,9 @@ o AS (  -- one window (one sort by session and time): the next call; ties in tim
 dsc AS (  -- the session's disconnect (its latest): a grouped scan of the few calls that log one, not a second window
   SELECT session_id, max(disc) AS t_disc FROM c WHERE disc IS NOT NULL GROUP BY session_id
 ),
-win AS (  -- the log's end: the last activity or disconnect of any timed call
-  SELECT max(greatest(t_act, coalesce(disc, t_act))) AS t_log_end FROM c
+win AS (  -- the log's end (timed_calls.sql): these calls' own, or $t_log_end, the whole audit's, where they are one
+          -- share of it (runner/audit/distributed.py)
+  SELECT coalesce(CAST($t_log_end AS DOUBLE), (SELECT t_log_end FROM kv_log_end())) AS t_log_end
 )
 SELECT o.session_id, t_start, coalesce(t_next, win.t_log_end) AS t_end, t_act, ctx_tokens,
        kv_bytes_at(ctx_tokens, $bytes_per_token, $kv_constant_bytes,

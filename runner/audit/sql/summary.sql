@@ -1,14 +1,12 @@
 -- The audit's one-line record: fleet-wide PCER and SPOR (token-weighted over calls), the leakage index
 -- (idle share of all KV byte-seconds held) and what the figures were priced with.
 INSERT INTO audits BY NAME
-WITH c AS (
-  SELECT count(*) AS n_calls, count(DISTINCT session_id) AS n_sessions,
-         sum(input_tokens) AS input_tokens, sum(cached_input_tokens) AS cached_input_tokens,
-         sum(output_tokens) AS output_tokens,
-         sum(system_tokens) AS system_tokens,
-         sum(input_tokens) FILTER (WHERE system_tokens IS NOT NULL) AS spor_input_tokens,
-         count(*) FILTER (WHERE coalesce(start_time, end_time) IS NULL) AS untimed_calls
-  FROM token_calls
+WITH c AS (  -- the calls' totals (call_stats.sql), summed over the shares they were counted in
+  SELECT sum(n_calls) AS n_calls, sum(n_sessions) AS n_sessions, sum(input_tokens) AS input_tokens,
+         sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens,
+         sum(system_tokens) AS system_tokens, sum(spor_input_tokens) AS spor_input_tokens,
+         sum(untimed_calls) AS untimed_calls
+  FROM _call_stats
 ),
 s AS (
   SELECT sum(kv_byte_seconds) AS kv_bs, sum(idle_kv_byte_seconds) AS idle_bs,
@@ -16,13 +14,13 @@ s AS (
   FROM token_audit WHERE audit_id = $audit_id
 ),
 w AS (
-  SELECT min(t_start) AS t0, max(t_end) AS t1, count(*) AS n FROM _seg
+  SELECT t0, t1, n FROM _seg_window
 ),
 r AS (
-  SELECT count(*) AS n_rejects FROM token_rejects
+  SELECT sum(n_rejects) AS n_rejects FROM _staged_stats
 ),
-k AS (  -- blank lines (and non-call records): neither calls nor rejects
-  SELECT count(*) AS n_skipped FROM _staged WHERE blank
+k AS (  -- blank lines (and non-call records, and calls outside --since/--until): neither calls nor rejects
+  SELECT sum(n_skipped) AS n_skipped FROM _staged_stats
 ),
 m AS (
   SELECT any_value(memory_bytes) AS memory_bytes, any_value(memory_source) AS memory_source

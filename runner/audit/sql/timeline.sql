@@ -3,21 +3,11 @@
 -- it ends; the value at a sample is the running sum of everything that started/ended before it.
 INSERT INTO token_leakage BY NAME
 WITH win AS (
-  SELECT min(t_start) AS t0, (max(t_end) - min(t_start)) / $buckets AS w FROM _seg
+  SELECT t0, (t1 - t0) / $buckets AS w FROM _seg_window
 ),
-ev AS (
-  SELECT t_start AS t, kv_bytes AS held, 0.0 AS idle, 1 AS n_held, 0 AS n_idle FROM _seg WHERE t_end > t_start
-  UNION ALL
-  SELECT t_end, -kv_bytes, 0.0, -1, 0 FROM _seg WHERE t_end > t_start
-  UNION ALL
-  SELECT t_idle, 0.0, kv_bytes, 0, 1 FROM _seg WHERE t_end > greatest(t_idle, t_start)
-  UNION ALL
-  SELECT t_end, 0.0, -kv_bytes, 0, -1 FROM _seg WHERE t_end > greatest(t_idle, t_start)
-),
-b AS (
-  SELECT least($buckets, greatest(0, floor((t - win.t0) / win.w)))::INTEGER AS k,
-         sum(held) AS held, sum(idle) AS idle, sum(n_held) AS n_held, sum(n_idle) AS n_idle
-  FROM ev, win WHERE win.w > 0 GROUP BY k
+b AS (  -- timeline_parts.sql, summed over the shares of the segments
+  SELECT k, sum(held) AS held, sum(idle) AS idle, sum(n_held) AS n_held, sum(n_idle) AS n_idle
+  FROM _timeline_parts GROUP BY k
 ),
 grid AS (
   SELECT range::INTEGER AS k FROM range(0, $buckets)

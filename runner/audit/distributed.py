@@ -1,0 +1,547 @@
+"""`kvreport audit --ray`: the same audit, with the same SQL, as Ray tasks over shares of the logs.
+
+The audit partitions cleanly by session: every per-session figure needs one session's calls only, and the
+audit-wide figures are sums (extremes, firsts) over sessions. So the phases of engine.py run as tasks:
+
+  map       one task per share of the files (contiguous runs of the file list, balanced by size) reads them
+            with the audit's own ingest (engine.read_logs, so line numbers, rejects and "(no session) file:line"
+            ids are the single-process ones) and writes its calls to Parquet, hash-partitioned by session id,
+            and its rejects; it returns its share's counts, price keys and log end.
+  (driver)  adds those up: the NothingValid / --strict checks, the price rows (looked up once), the log's end.
+  reduce    one task per partition loads its calls into _staged, in file order, and runs
+            engine.session_figures: token_audit, token_bloat, the calls with their costs, the segments and
+            the *_parts tables (call totals, time span, price sums, what-if, labels, repeated instructions).
+  time      one task per partition: the leakage timeline's and TTL sweep's sums over its segments
+            (engine.time_parts), sampled on the whole audit's time span the driver took from the reduces.
+  combine   the driver loads the partials and runs engine.audit_figures on them (the same SQL sums one share
+            in the single-process audit), then `persist` writes everything in one transaction, the calls and
+            rejects straight from the Parquet files. No audit-wide figure re-reads the calls.
+
+Everything between the phases is Parquet in one scratch folder (a shared one on a multi-node cluster), which
+is removed at the end, on success and on failure. A task whose worker dies is retried once (max_retries=1);
+one that fails twice fails the audit, naming its files, and nothing is written to the DB.
+
+Results: the DB rows equal the single-process audit's. Sums of DOUBLEs over many rows are added up in a
+different order (per partition, then across partitions), as two single-process runs with several threads
+already do, so they may differ in the last bits: compare DOUBLE columns after rounding to
+`FLOAT_DIGITS` significant digits (tests/test_audit_ray.py does). Everything else is exact.
+
+Ray is imported only here, only when --ray is given (pip install 'kvreport[ray]').
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from ..errors import UserError
+from . import cost, engine
+from .ingest import Source
+
+FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
+_TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
+_RETRY_ON = (OSError, MemoryError)  # besides a dead worker: what may go away on a second try
+# The columns of _staged a map writes per call (staged.sql), in its order.
+_STAGED = ("source", "line", "blank", "format", "reason", "session_id", "start_time", "end_time", "disconnected_at",
+           "provider_name", "request_model", "response_model", "input_tokens", "cached_input_tokens",
+           "cache_creation_input_tokens", "output_tokens", "system_tokens", "system_tokens_source", "content")
+# The small partial tables a reduce (or time) task writes, one Parquet file each, that the driver unions.
+_SESSION_PARTS = ("_call_stats", "_seg_window_parts", "_price_parts", "_whatif_parts", "_label_parts")
+_TIME_PARTS = ("_timeline_parts", "_ttl_parts", "_ttl_evicted")
+FAULTS_ENV = "KVREPORT_RAY_FAULTS"  # tests: a folder of marker files that make a task's worker die (see _fault)
+
+
+class RayAuditError(UserError):
+    """The Ray audit could not run (no Ray, no cluster, a task that failed twice): nothing was stored."""
+    exit_code = 1
+
+
+@dataclass
+class Progress:
+    """What `on_progress` is told: the phase, tasks done of all, calls handled so far, seconds since start."""
+    phase: str
+    done: int
+    total: int
+    calls: int
+    seconds: float
+
+
+@dataclass
+class TaskTime:
+    phase: str
+    index: int
+    seconds: float
+    calls: int
+    files: int
+
+
+@dataclass
+class RayRun:
+    """What a Ray audit did, for the command's output and the benchmark."""
+    workers: int
+    partitions: int
+    maps: int
+    task_times: list[TaskTime] = field(default_factory=list)
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # map, reduce, time, combine (the driver's)
+    ray_start_s: float = 0.0        # starting (or joining) Ray
+
+
+def check_address(address: str | None) -> str | None:
+    """--ray's value: "local" (None in the API) starts a local Ray; "auto", ray://HOST:PORT or HOST:PORT join a
+    cluster. Anything else is most likely a log file the option took as its value."""
+    if address is None or address.strip() == "local":
+        return None
+    a = address.strip()
+    if a == "auto" or a.startswith("ray://"):
+        return a
+    host, _, port = a.rpartition(":")
+    if host and port.isdigit() and "/" not in host:
+        return a
+    raise UserError(f"--ray {address}: not a Ray address: give local (a Ray on this machine), auto, "
+                    "ray://HOST:10001 or HOST:6379")
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise RayAuditError("--ray needs Ray: pip install 'kvreport[ray]'") from None
+    return ray
+
+
+# --- the tasks (run in Ray workers; plain functions, so tests can call them too) -----------------------------
+
+def _fault(phase: str, index: int) -> None:
+    """Tests of retries: with KVREPORT_RAY_FAULTS=DIR, a file DIR/crash-once-PHASE-INDEX makes this task's worker
+    die once (the file is removed first), DIR/crash-PHASE-INDEX on every attempt. os._exit: the worker process
+    ends as if killed, with no exception for Ray to report."""
+    folder = os.environ.get(FAULTS_ENV)
+    if not folder:
+        return
+    once = Path(folder) / f"crash-once-{phase}-{index}"
+    try:
+        once.unlink()
+        os._exit(1)
+    except FileNotFoundError:
+        pass
+    if (Path(folder) / f"crash-{phase}-{index}").exists():
+        os._exit(1)
+
+
+def _connect(opts: engine.AuditOptions, tmpdir: str):
+    import duckdb
+
+    from ..store import apply_steps
+
+    con = duckdb.connect()
+    apply_steps(con, 0)  # the audit tables' definitions, so setup() can make their TEMP twins
+    engine.setup(con, tmpdir, opts)
+    return con
+
+
+def _copy(con, sql: str, path: Path) -> None:
+    """A query's rows to one Parquet file; HUGEINT sums (a share's are far inside BIGINT) as BIGINT, which
+    Parquet stores exactly."""
+    cols = con.execute(f"DESCRIBE {sql}").fetchall()
+    select = ", ".join(f'CAST("{c[0]}" AS BIGINT) AS "{c[0]}"' if c[1] == "HUGEINT" else f'"{c[0]}"' for c in cols)
+    con.execute(f"COPY (SELECT {select} FROM ({sql})) TO '{_quote(path)}' (FORMAT PARQUET)")
+
+
+def _quote(path: Path | str) -> str:
+    return str(path).replace("'", "''")
+
+
+def _attempt_dir(final: Path) -> Path:
+    """A fresh folder for one attempt of a task; `_publish` renames it to `final` once it is complete, so a
+    retry never reads (or leaves) half of a dead attempt's files."""
+    out = final.with_name(f"{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+    out.mkdir(parents=True)
+    return out
+
+
+def _publish(attempt: Path, final: Path) -> None:
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(attempt, final)
+
+
+def _in_folder(cwd: str) -> None:
+    """Relative log and tokenizer paths mean what they meant to the command (and are stored as given)."""
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+
+
+def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOptions, partitions: int,
+             cwd: str) -> dict:
+    """Read `sources` (a contiguous run of the audit's files) into _staged, as the single-process audit does;
+    write their calls, partitioned by hash(session_id), and their rejects to Parquet under `out`."""
+    import duckdb
+
+    _fault("map", index)
+    _in_folder(cwd)
+    started = time.perf_counter()
+    final = Path(out)
+    attempt = _attempt_dir(final)
+    with tempfile.TemporaryDirectory(prefix="kvreport-map-") as tmpdir:
+        con = _connect(opts, tmpdir)
+        try:
+            stats = engine.read_logs(con, sources, tmpdir, opts)
+            keys = cost.key_spans(con)
+            t_log_end = engine.log_end(con)
+            # Every valid call, and the calls --since/--until skipped that logged messages: the prompt-bloat
+            # analysis reads those too (content.sql reads _staged whole), so the reduce keeps them as they are.
+            # map_rid keeps each file's rows in their order (the rid tie-breaks of prompt_bloat).
+            cols = ", ".join(_STAGED)
+            con.execute(f"""COPY (SELECT {cols}, {int(index)} AS map_idx, rowid AS map_rid,
+                                         CAST(hash(session_id) % {int(partitions)} AS INTEGER) AS part
+                                  FROM _staged WHERE reason IS NULL AND (NOT blank OR content IS NOT NULL))
+                            TO '{_quote(attempt / "calls")}' (FORMAT PARQUET, PARTITION_BY (part))""")
+            _copy(con, "SELECT source, line, reason FROM _staged WHERE reason IS NOT NULL", attempt / "rejects.parquet")
+            _copy(con, "SELECT * FROM _staged_stats", attempt / "staged_stats.parquet")
+            held = con.execute(f"""SELECT CAST(hash(session_id) % {int(partitions)} AS INTEGER), list(DISTINCT source)
+                                   FROM _staged WHERE reason IS NULL AND (NOT blank OR content IS NOT NULL)
+                                   GROUP BY ALL""").fetchall()
+        finally:
+            con.close()
+    _publish(attempt, final)
+    return dict(index=index, stats=stats, keys=keys, t_log_end=t_log_end, duckdb=duckdb.__version__,
+                parts={p: sorted(srcs) for p, srcs in held}, seconds=time.perf_counter() - started)
+
+
+def _load_staged(con, files: list[str]) -> None:
+    cols = ", ".join(_STAGED)
+    con.execute(f"INSERT INTO _staged ({cols}) SELECT {cols} FROM read_parquet(?, hive_partitioning = false) "
+                "ORDER BY map_idx, map_rid", [files])
+
+
+def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOptions, fig: engine.Figures,
+                tokenizer: str | None, cwd: str) -> dict:
+    """One partition of the sessions: engine.session_figures on its calls; the per-session tables, the calls
+    with their costs, the segments and the *_parts tables to Parquet under `out`."""
+    _fault("reduce", index)
+    _in_folder(cwd)
+    started = time.perf_counter()
+    final = Path(out)
+    attempt = _attempt_dir(final)
+    if tokenizer:
+        from .tokenizer import load_tokenizer
+        fig = replace(fig, tokenizer=load_tokenizer(tokenizer))
+    with tempfile.TemporaryDirectory(prefix="kvreport-reduce-") as tmpdir:
+        con = _connect(opts, tmpdir)
+        try:
+            _load_staged(con, files)
+            engine.session_figures(con, opts, fig)
+            for name in ("token_audit", "token_bloat", "_seg", *_SESSION_PARTS):
+                _copy(con, f"SELECT * FROM {name}", attempt / f"{name}.parquet")
+            if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_repeat_parts'").fetchone()[0]:
+                _copy(con, "SELECT * FROM _repeat_parts", attempt / "_repeat_parts.parquet")
+            columns = ", ".join(dict.fromkeys(engine.ROW_COLUMNS + engine.LABEL_COLUMNS))
+            con.execute(f"COPY (SELECT {columns} FROM _calls_priced) TO '{_quote(attempt / 'calls.parquet')}' "
+                        "(FORMAT PARQUET)")
+            calls = con.execute("SELECT sum(n_calls) FROM _call_stats").fetchone()[0] or 0
+        finally:
+            con.close()
+    _publish(attempt, final)
+    return dict(index=index, calls=int(calls), seconds=time.perf_counter() - started)
+
+
+def time_task(index: int, folder: str, opts: engine.AuditOptions, window: tuple) -> dict:
+    """One partition's sums for the leakage timeline and the TTL sweep, on the whole audit's time span."""
+    import duckdb
+
+    _fault("time", index)
+    started = time.perf_counter()
+    final = Path(folder) / "time"
+    attempt = _attempt_dir(final)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        if opts.threads:
+            con.execute(f"SET threads = {int(opts.threads)}")
+        if opts.memory_limit:
+            con.execute("SET memory_limit = ?", [opts.memory_limit])
+        con.execute("CREATE TEMP TABLE _seg AS SELECT * FROM read_parquet(?)", [str(Path(folder) / "_seg.parquet")])
+        con.execute("CREATE TEMP TABLE _seg_window AS SELECT CAST(? AS DOUBLE) AS t0, CAST(? AS DOUBLE) AS t1, "
+                    "CAST(? AS HUGEINT) AS n, CAST(? AS DOUBLE) AS active_session_s", list(window))
+        engine.time_parts(con, opts)
+        for name in _TIME_PARTS:
+            _copy(con, f"SELECT * FROM {name}", attempt / f"{name}.parquet")
+    finally:
+        con.close()
+    _publish(attempt, final)
+    return dict(index=index, seconds=time.perf_counter() - started)
+
+
+# --- the driver ------------------------------------------------------------------------------------------------
+
+def _shares(sources: list[Source], n: int) -> list[list[Source]]:
+    """Contiguous runs of the file list, about equal in bytes, at most n. Contiguous: each run's rows keep the
+    files' order, which the reduce restores with (map_idx, map_rid)."""
+    sizes = [max(1, _size(s.path)) for s in sources]
+    total, out, cur, acc = sum(sizes), [], [], 0
+    for src, size in zip(sources, sizes):
+        if cur and acc + size / 2 > total * (len(out) + 1) / n:
+            out.append(cur)
+            cur = []
+        cur.append(src)
+        acc += size
+    out.append(cur)
+    return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _files(paths) -> str:
+    names = [str(p) for p in paths]
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+class Cluster:
+    """Ray for one audit, and its scratch folder. Use as a context manager: on exit the scratch folder is removed
+    and a Ray this audit started is shut down."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None, scratch: str | Path | None = None,
+                 partitions: int | None = None, on_progress: Callable[[Progress], None] | None = None):
+        self.address = check_address(address)
+        self.workers = workers
+        self.scratch_root = scratch
+        self.partitions = partitions
+        self.on_progress = on_progress
+        self.run_info: RayRun | None = None
+        self._started_ray = False
+        self._ray_start_s = 0.0
+        self._scratch: Path | None = None
+
+    def __enter__(self) -> Cluster:
+        ray = import_ray()
+        started = time.perf_counter()
+        if not ray.is_initialized():
+            kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+            try:
+                if self.address is None:
+                    ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kwargs)
+                else:
+                    ray.init(address=self.address, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - Ray's own message says what is wrong with the address
+                where = "start a local Ray" if self.address is None else f"connect to the Ray cluster at {self.address}"
+                raise RayAuditError(f"--ray: cannot {where} ({str(exc).splitlines()[0]})") from None
+            self._started_ray = True
+        self._ray_start_s = time.perf_counter() - started
+        root = Path(self.scratch_root) if self.scratch_root else None
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+        self._scratch = Path(tempfile.mkdtemp(prefix="kvreport-ray-", dir=root)).resolve()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+
+    @property
+    def cpus(self) -> int:
+        import ray
+
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    # One attempt more for a dead worker; an exception is retried only when it may be passing (I/O, memory).
+    def _remote(self, fn, opts: engine.AuditOptions):
+        import ray
+
+        memory = _TASK_OVERHEAD_BYTES + _bytes(opts.memory_limit)
+        return ray.remote(fn).options(num_cpus=1, memory=memory, max_retries=1, retry_exceptions=list(_RETRY_ON))
+
+    def _gather(self, phase: str, refs: dict, what: Callable[[int], str], calls_of=lambda r: 0,
+                size_of=lambda key: 1) -> dict:
+        """Wait for every task of a phase, telling on_progress (done counts size_of each finished task: files,
+        partitions); a failed task stops the phase (the others are cancelled) with its own message when it is
+        the user's (a bad file), else naming what it held."""
+        import ray
+
+        started, done, calls, out = time.perf_counter(), 0, 0, {}
+        total = sum(size_of(key) for key in refs)
+        pending = {ref: key for key, ref in refs.items()}
+        self._tell(phase, done, total, calls, started)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            key = pending.pop(ready[0])
+            try:
+                out[key] = ray.get(ready[0])
+            except BaseException as exc:  # noqa: BLE001 - any failure stops the audit, with one clear line
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise _failure(exc, what(key)) from None
+            done += size_of(key)
+            calls += calls_of(out[key])
+            self._tell(phase, done, total, calls, started)
+        return out
+
+    def _tell(self, phase: str, done: int, total: int, calls: int, started: float) -> None:
+        if self.on_progress:
+            self.on_progress(Progress(phase, done, total, calls, time.perf_counter() - started))
+
+    def run_audit(self, con, paths: list, opts: engine.AuditOptions, *, audit_id: str, run_id: int | None,
+                  model: str, pricing, memory, tokenizer=None, tokenizer_path: str | None = None,
+                  strict: bool = False, origins: dict[Path, str] | None = None) -> engine.AuditResult:
+        """The audit of `paths`, computed by Ray tasks, its tables left in `con`'s temp tables and views (over
+        this Cluster's scratch Parquet) for engine.persist, as engine.run_audit leaves them."""
+        started = time.perf_counter()
+        assert self._scratch is not None, "use Cluster as a context manager"
+        engine.setup(con, str(self._scratch), opts)
+        sources = engine.detect_all(con, paths, opts.fmt, origins)
+        cpus = self.cpus
+        run = _Run(sources, _shares(sources, min(len(sources), 4 * cpus)), self.partitions or 2 * cpus,
+                   replace(opts, threads=1, workdir=None, on_file=None), os.getcwd())
+        self.run_info = RayRun(cpus, run.partitions, len(run.shares), ray_start_s=self._ray_start_s)
+        maps = self._map(run, opts)
+        counts = {k: sum(r["stats"][k] for r in maps.values()) for k in ("n_calls", "n_rejects", "content_calls")}
+        con.execute("CREATE OR REPLACE TEMP TABLE _staged_stats AS SELECT * FROM read_parquet(?)",
+                    [[str(self._scratch / f"map-{i}" / "staged_stats.parquet") for i in sorted(maps)]])
+        con.execute("CREATE OR REPLACE TEMP VIEW token_rejects AS SELECT CAST(NULL AS VARCHAR) AS audit_id, "
+                    "CAST(NULL AS INTEGER) AS run_id, source, line, reason FROM "
+                    + _parquet([self._scratch / f"map-{i}" / "rejects.parquet" for i in sorted(maps)]))
+        rejects = engine.first_rejects(con)
+        engine.check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)
+        keys = cost.merge_keys([r["keys"] for r in maps.values()])
+        ends = [r["t_log_end"] for r in maps.values() if r["t_log_end"] is not None]
+        fig = engine.Figures(dict(audit_id=audit_id, run_id=run_id), pricing.curve(),
+                             counts["content_calls"], tokenizer, price_rows=cost.price_table(keys, opts.price_book),
+                             n_price_keys=len(keys), t_log_end=max(ends) if ends else None)
+        folders = self._reduce(run, maps, opts, replace(fig, tokenizer=None), tokenizer_path)
+        for name in _SESSION_PARTS:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {_parquet(folders, name)}")
+        engine.run_sql(con, "seg_window")
+        self._time(run, folders, opts, con.execute("SELECT t0, t1, n, active_session_s FROM _seg_window").fetchone())
+
+        phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
+        for name in _TIME_PARTS:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM "
+                        f"{_parquet([f / 'time' for f in folders], name)}")
+        for name in ("token_audit", "token_bloat"):
+            con.execute(f"INSERT INTO temp.main.{name} BY NAME SELECT * FROM {_parquet(folders, name)}")
+        with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
+        if with_repeats:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _repeat_parts AS SELECT * FROM "
+                        f"{_parquet(with_repeats, '_repeat_parts')}")
+        cost.prepare(con, rows=fig.price_rows, n_keys=fig.n_price_keys)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW _calls_priced AS SELECT * FROM {_parquet(folders, 'calls')}")
+        engine.run_sql(con, "calls_labelled")
+        summary = engine.audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
+                                       started=started)
+        self.run_info.phase_seconds["combine"] = time.perf_counter() - phase_started
+        return engine.AuditResult(audit_id, summary, sources, rejects, label_lookup=engine.label_lookup(con),
+                                  unnamed_calls=engine.unnamed_calls(con))
+
+    def _map(self, run: _Run, opts: engine.AuditOptions) -> dict[int, dict]:
+        started = time.perf_counter()
+        task = self._remote(map_task, opts)
+        refs = {i: task.remote(i, share, str(self._scratch / f"map-{i}"), run.opts, run.partitions, run.cwd)
+                for i, share in enumerate(run.shares)}
+        maps = self._gather("files mapped", refs,
+                            lambda i: f"map task {i} (files {_files(s.path for s in run.shares[i])})",
+                            calls_of=lambda r: r["stats"]["n_calls"], size_of=lambda i: len(run.shares[i]))
+        self.run_info.phase_seconds["map"] = time.perf_counter() - started
+        self.run_info.task_times += [TaskTime("map", i, r["seconds"], r["stats"]["n_calls"], len(run.shares[i]))
+                                     for i, r in sorted(maps.items())]
+        import duckdb
+
+        versions = {r["duckdb"] for r in maps.values()}
+        if versions != {duckdb.__version__}:
+            raise RayAuditError(f"--ray: the workers run DuckDB {', '.join(sorted(versions))}, this process "
+                                f"{duckdb.__version__}: install the same version everywhere (the SQL and the "
+                                "session hashing depend on it)")
+        for i in sorted(maps):  # which Parquet files, and which logs' calls, each partition holds
+            for p, srcs in maps[i]["parts"].items():
+                folder = self._scratch / f"map-{i}" / "calls" / f"part={p}"
+                run.files.setdefault(p, []).extend(str(f) for f in sorted(folder.glob("*.parquet")))
+                run.held.setdefault(p, {}).update(dict.fromkeys(srcs))
+        return maps
+
+    def _reduce(self, run: _Run, maps: dict, opts: engine.AuditOptions, fig: engine.Figures,
+                tokenizer_path: str | None) -> list[Path]:
+        """The per-session figures of each partition (the workers load the tokenizer from tokenizer_path)."""
+        started = time.perf_counter()
+        task = self._remote(reduce_task, opts)
+        refs = {p: task.remote(p, run.files[p], str(self._scratch / f"reduce-{p}"), run.opts, fig, tokenizer_path,
+                               run.cwd)
+                for p in sorted(run.files)}
+        run.reduces = self._gather("partitions reduced", refs, run.partition, calls_of=lambda r: r["calls"])
+        self.run_info.phase_seconds["reduce"] = time.perf_counter() - started
+        self.run_info.task_times += [TaskTime("reduce", p, r["seconds"], r["calls"], len(run.held[p]))
+                                     for p, r in sorted(run.reduces.items())]
+        return [self._scratch / f"reduce-{p}" for p in sorted(run.reduces)]
+
+    def _time(self, run: _Run, folders: list[Path], opts: engine.AuditOptions, window: tuple) -> None:
+        """Each partition's sums for the timeline and the TTL sweep, on the audit's time span."""
+        started = time.perf_counter()
+        task = self._remote(time_task, opts)
+        refs = {p: task.remote(p, str(f), run.opts, tuple(window)) for p, f in zip(sorted(run.reduces), folders)}
+        times = self._gather("partitions sampled over time", refs, run.partition)
+        self.run_info.phase_seconds["time"] = time.perf_counter() - started
+        self.run_info.task_times += [TaskTime("time", p, r["seconds"], run.reduces[p]["calls"], len(run.held[p]))
+                                     for p, r in sorted(times.items())]
+
+
+@dataclass
+class _Run:
+    """One Ray audit's plan and what its phases found."""
+    sources: list[Source]
+    shares: list[list[Source]]       # the map tasks' files
+    partitions: int
+    opts: engine.AuditOptions        # the tasks' (one thread, no callbacks)
+    cwd: str
+    files: dict[int, list[str]] = field(default_factory=dict)      # partition -> its calls' Parquet files
+    held: dict[int, dict[str, None]] = field(default_factory=dict)  # partition -> the logs its calls came from
+    reduces: dict[int, dict] = field(default_factory=dict)
+
+    def partition(self, p: int) -> str:
+        return f"partition {p} (calls from {_files(self.held[p])})"
+
+
+def _parquet(folders: list[Path], name: str | None = None) -> str:
+    """read_parquet of these files (or of NAME.parquet in each folder), as SQL text: views cannot take
+    parameters, and the paths are the scratch folder's own."""
+    paths = [str(f if name is None else f / f"{name}.parquet") for f in folders]
+    return "read_parquet([" + ", ".join("'" + _quote(p) + "'" for p in paths) + "])"
+
+
+def _failure(exc: BaseException, what: str) -> BaseException:
+    """The one error a failed task stops the audit with: the user's own (a file that cannot be read) as it
+    is; else what failed, how often, and why."""
+    cause = getattr(exc, "cause", None)  # a RayTaskError's: the exception the task raised
+    for e in (cause, exc):
+        if isinstance(e, UserError):
+            return e
+    if cause is None:  # the worker died (each attempt): Ray says how
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return RayAuditError(f"--ray: {what} failed twice (its worker died), nothing stored: {first}")
+    text = (str(cause).strip().splitlines() or [""])[0]
+    times = "failed twice" if isinstance(cause, _RETRY_ON) else "failed"
+    return RayAuditError(f"--ray: {what} {times}, nothing stored: {type(cause).__name__}: {text}")
+
+
+def _bytes(limit: str | None) -> int:
+    """DuckDB's memory_limit ("350MB", "2GB", "1.5GiB") in bytes; 1 GB when none is set."""
+    if not limit:
+        return 1 << 30
+    text = limit.strip().upper().replace(" ", "")
+    units = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40, "KB": 10 ** 3, "MB": 10 ** 6,
+             "GB": 10 ** 9, "TB": 10 ** 12, "B": 1}
+    for unit, factor in units.items():
+        if text.endswith(unit):
+            with contextlib.suppress(ValueError):
+                return int(float(text[: -len(unit)]) * factor)
+    return 1 << 30

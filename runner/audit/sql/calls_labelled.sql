@@ -1,0 +1,10 @@
+-- The labels of this audit's calls (schema step 006): each distinct combination of the strings a call
+-- shares with many others (its file, format, provider, models, system-token source, price source and date),
+-- numbered in a fixed order. `persist` stores them in token_call_labels and each call's numbers in
+-- token_call_rows with its label_id, so a million calls do not write a million copies of each string.
+-- Calls find their label by label_hash, one integer, not by comparing eight strings per call;
+-- engine.py checks that no two labels share a hash (it falls back to comparing the strings if they do).
+CREATE OR REPLACE TEMP VIEW _calls_labelled AS
+SELECT *, hash(source, format, provider_name, request_model, response_model, system_tokens_source, price_source,
+               price_snapshot_date) AS label_hash
+FROM _calls_priced;
