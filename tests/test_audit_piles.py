@@ -222,3 +222,22 @@ def test_labels_that_share_a_hash_are_found_by_their_strings(tmp_path):
     assert labels_hash_apart(con)
     con.execute("UPDATE _call_labels SET label_hash = 7")
     assert not labels_hash_apart(con)
+
+
+def test_since_until_also_bounds_the_prompt_bloat_analysis(tmp_path):
+    """Calls outside --since/--until are skipped by every figure, prompt bloat included: token_bloat counts
+    only the calls inside the window (it once read every call that logged messages)."""
+    system = {"role": "system", "content": "You are a careful assistant. " * 8}
+    lines = []
+    for h in range(8):
+        msgs = [system] + [{"role": "user", "content": f"turn {k} of the day"} for k in range(h + 1)]
+        lines.append(json.dumps({"session_id": "s", "timestamp": f"2026-11-01T{h:02d}:00:00Z",
+                                 "request": {"messages": msgs},
+                                 "response": {"usage": {"prompt_tokens": 100 + h, "completion_tokens": 1}}}))
+    log = tmp_path / "chat.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    execute([log], db=tmp_path / "w.duckdb", echo=lambda *_: None, since="2026-11-01T05:00:00Z")
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        n_calls = con.execute("SELECT count(*) FROM token_calls").fetchone()[0]
+        bloat_calls = con.execute("SELECT sum(n_calls) FROM token_bloat").fetchone()[0]
+    assert n_calls == 3 and bloat_calls == 3

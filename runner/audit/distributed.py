@@ -193,18 +193,17 @@ def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOpti
             stats = engine.read_logs(con, sources, tmpdir, opts)
             keys = cost.key_spans(con)
             t_log_end = engine.log_end(con)
-            # Every valid call, and the calls --since/--until skipped that logged messages: the prompt-bloat
-            # analysis reads those too (content.sql reads _staged whole), so the reduce keeps them as they are.
+            # Every valid call inside --since/--until (the prompt-bloat analysis reads no others either).
             # map_rid keeps each file's rows in their order (the rid tie-breaks of prompt_bloat).
             cols = ", ".join(_STAGED)
             con.execute(f"""COPY (SELECT {cols}, {int(index)} AS map_idx, rowid AS map_rid,
                                          CAST(hash(session_id) % {int(partitions)} AS INTEGER) AS part
-                                  FROM _staged WHERE reason IS NULL AND (NOT blank OR content IS NOT NULL))
+                                  FROM _staged WHERE reason IS NULL AND NOT blank)
                             TO '{_quote(attempt / "calls")}' (FORMAT PARQUET, PARTITION_BY (part))""")
             _copy(con, "SELECT source, line, reason FROM _staged WHERE reason IS NOT NULL", attempt / "rejects.parquet")
             _copy(con, "SELECT * FROM _staged_stats", attempt / "staged_stats.parquet")
             held = con.execute(f"""SELECT CAST(hash(session_id) % {int(partitions)} AS INTEGER), list(DISTINCT source)
-                                   FROM _staged WHERE reason IS NULL AND (NOT blank OR content IS NOT NULL)
+                                   FROM _staged WHERE reason IS NULL AND NOT blank
                                    GROUP BY ALL""").fetchall()
         finally:
             con.close()

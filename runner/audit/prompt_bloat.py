@@ -73,7 +73,7 @@ def extract(con, tokenizer: Tokenizer | None) -> int:
     the number of valid calls that logged messages (0: nothing to analyse)."""
     con.execute("CREATE OR REPLACE TEMP TABLE _ids (rid BIGINT, ids INTEGER[], n_tokens BIGINT)")
     content_calls = con.execute(
-        "SELECT count(*) FROM _staged WHERE reason IS NULL AND content IS NOT NULL").fetchone()[0]
+        "SELECT count(*) FROM _staged WHERE reason IS NULL AND NOT blank AND content IS NOT NULL").fetchone()[0]
     if content_calls:
         run_sql(con, "bloat_macros")
         run_sql(con, "content")  # every plain call, in one statement

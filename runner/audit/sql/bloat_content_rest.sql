@@ -9,7 +9,7 @@ WITH c AS (
            WHEN 'ARRAY' THEN json_extract(content, '$.messages[*]')
            WHEN 'VARCHAR' THEN [json_object('role', 'user', 'content', json_extract(content, '$.messages'))]
          END AS msgs
-  FROM _staged WHERE reason IS NULL AND content IS NOT NULL AND rowid >= $lo AND rowid < $hi
+  FROM _staged WHERE reason IS NULL AND NOT blank AND content IS NOT NULL AND rowid >= $lo AND rowid < $hi
     AND rowid IN (SELECT rid FROM _content WHERE rid >= $lo AND rid < $hi AND roles IS NULL)
 ),
 m AS (

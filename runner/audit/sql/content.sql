@@ -32,7 +32,7 @@ WITH c AS (
               ELSE kv_nn(json_extract(content, '$.system')) END AS sys,
          CASE WHEN starts_with(content, '{"system":null,"messages":[') THEN 'ARRAY'
               ELSE json_type(content, '$.messages') END AS mtype
-  FROM _staged WHERE reason IS NULL AND content IS NOT NULL
+  FROM _staged WHERE reason IS NULL AND NOT blank AND content IS NOT NULL
 ),
 a AS (
   -- `[*]` paths skip the messages that lack the field: the lists line up with the messages only when

@@ -5,5 +5,5 @@ CREATE OR REPLACE TEMP TABLE _staged_stats AS
 SELECT count(*) FILTER (WHERE reason IS NULL AND NOT blank) AS n_calls,
        count(*) FILTER (WHERE reason IS NOT NULL) AS n_rejects,
        count(*) FILTER (WHERE blank) AS n_skipped,
-       count(*) FILTER (WHERE reason IS NULL AND content IS NOT NULL) AS content_calls
+       count(*) FILTER (WHERE reason IS NULL AND NOT blank AND content IS NOT NULL) AS content_calls
 FROM _staged;
