@@ -24,6 +24,7 @@ import inspect
 
 import torch
 
+from .errors import describe_exception as describe
 from .kv_cache import _cache_kwarg, cache_bytes, cache_seq_len, forward_with_cache
 
 MODES = ("eager", "static", "graph")
@@ -209,12 +210,6 @@ class StaticDecoder:
         return self.steps * self.buffer_bytes
 
 
-def describe(exc: BaseException) -> str:
-    """`Type: first line of the message`: how a failure is recorded as a skip reason."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
 # The CUDA API the graph decoder drives. A module attribute, so the CPU tests can put a fake here that
 # injects a failure into one phase (warm-up, reset, capture, replay) and check it becomes a recorded skip.
 CUDA = torch.cuda
@@ -298,13 +293,25 @@ def make_decoder(mode: str, model, prefix_ids, step_ids, steps: int = 1):
     return DECODERS[mode](model, prefix_ids, step_ids, steps)
 
 
-def host_syncs(fn) -> list[str]:
-    """The host-synchronising ops (tensor -> Python scalar, nonzero) one call of fn performs. A step that
-    does none can be captured in a CUDA graph; this is how the CPU checks the static step for it.
-    Call it outside torch.inference_mode: inference tensors bypass the dispatch mode that watches."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+# Ops that make the host wait for the device: a tensor turned into a Python value, or an output whose size
+# depends on the data. Any of them in a step breaks CUDA graph capture and stalls an eager launch queue.
+HOST_SYNC_OPS = ("_local_scalar_dense.default", "nonzero.default", "is_nonzero.default", "equal.default",
+                 "masked_select.default", "_unique2.default", "unique_consecutive.default",
+                 "repeat_interleave.Tensor")
 
-    sync_ops = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default}
+
+def host_syncs(fn) -> list[str]:
+    """What one call of fn does that a CUDA graph cannot hold, checked on any device (the meta device
+    included, where a model of any size costs no memory): host-synchronising ops (HOST_SYNC_OPS), and
+    device work that takes a CPU tensor in or hands one back (a host<->device copy, or a CPU value mixed
+    into a kernel). Empty for a step that can be captured. Call it outside torch.inference_mode:
+    inference tensors bypass the dispatch mode that watches."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    sync_ops = {op for name in HOST_SYNC_OPS
+                for op in [getattr(getattr(torch.ops.aten, name.split(".")[0], None), name.split(".")[1], None)]
+                if op is not None}
 
     class Watch(TorchDispatchMode):
         def __init__(self):
@@ -312,10 +319,29 @@ def host_syncs(fn) -> list[str]:
             self.seen: list[str] = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            ins = {t.device.type for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
             if func in sync_ops:
-                self.seen.append(str(func))
-            return func(*args, **(kwargs or {}))
+                self.seen.append(f"host sync: {func}")
+            elif "cpu" in ins and ins != {"cpu"}:  # checked before the call: a mixed call may raise
+                self.seen.append(f"CPU tensor in device work: {func}")
+            elif kwargs.get("device") is not None and ins and torch.device(kwargs["device"]).type not in ins:
+                to = torch.device(kwargs["device"]).type  # a copy to another device (.cpu(), .to(...))
+                self.seen.append(f"{'device work handed back to the CPU' if to == 'cpu' else 'CPU tensor copied into device work'}: {func}")
+                ins = set()  # reported; not again below
+            out = func(*args, **kwargs)
+            outs = {t.device.type for t in tree_leaves(out) if isinstance(t, torch.Tensor)}
+            if ins and "cpu" not in ins and "cpu" in outs:
+                self.seen.append(f"device work handed back to the CPU: {func}")
+            elif ins == {"cpu"} and outs - {"cpu"}:
+                self.seen.append(f"CPU tensor copied into device work: {func}")
+            return out
 
     with Watch() as watch:
-        fn()
+        try:
+            fn()
+        except Exception as exc:  # a meta tensor has no value to read: the sync is recorded, then it raises
+            if not watch.seen:
+                raise
+            watch.seen.append(f"(the call then raised {describe(exc)})")
     return watch.seen
