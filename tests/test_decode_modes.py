@@ -379,6 +379,27 @@ def test_gpu_sizing_gives_a_small_model_every_step_and_says_when_the_cap_binds()
     assert live * ms_per_live_byte / 200.0 < 0.5  # unbalanced, and recorded so instead of resized
 
 
+def test_the_gpu_pilot_path_sizes_steps_and_cap_from_free_memory(tiny, monkeypatch):
+    """The CUDA branch of the decode part's set-up, run on the CPU: a one-step pilot, a pilot gather, the
+    free memory read, then the decoder rebuilt with the sized steps."""
+    class CudaLike(RunContext):
+        is_cuda = True
+
+    free = 1 << 30
+    monkeypatch.setattr(interference, "cuda_free_bytes", lambda device: (free, 2 * free))
+    monkeypatch.setattr(interference, "_settle", lambda ctx: None)
+    monkeypatch.setitem(interference.COMPACT_PILOT_LIVE_BYTES, "cuda", 1 << 20)
+    ctx = CudaLike(run_id=1, device=CPU, dtype=torch.float32, loaded=tiny, quick=True)
+    built = []
+    real = interference.make_decoder
+    monkeypatch.setattr(interference, "make_decoder", lambda *a: built.append(a[-1]) or real(*a))
+    with torch.inference_mode():
+        dec, pilot_ms, cap, per_byte = interference._decode_part(ctx, "static", 1, 16, max_steps=3)
+    assert cap == int(0.6 * free) // 4 and per_byte > 0 and pilot_ms > 0
+    assert built[0] == 1 and dec.steps == built[-1] and 1 <= dec.steps <= 3
+    assert len(built) == (1 if dec.steps == 1 else 2)
+
+
 def test_resize_is_skipped_when_the_cap_binds(tiny):
     """balanced_workload stops growing the gather at its cap instead of rebuilding the same workload."""
     sizes = []

@@ -280,9 +280,9 @@ def _settle_after_failure(ctx: RunContext) -> None:
 
 
 def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps: int):
-    """(decoder, its pilot ms, live-byte cap of the gather) for `mode`: on a GPU a one-step pilot and a
-    pilot gather size the steps and the cap from free memory (`gpu_sizing`); on a CPU max_steps steps and
-    the fixed cap."""
+    """(decoder, its pilot ms, live-byte cap of the gather, the gather's ms per live byte or None) for
+    `mode`: on a GPU a one-step pilot and a pilot gather size the steps and the cap from free memory
+    (`gpu_sizing`); on a CPU max_steps steps and the fixed cap."""
     def build(steps):
         return make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix), ctx.input_ids(batch, 1), steps)
 
@@ -291,7 +291,7 @@ def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps:
 
     if not ctx.is_cuda:
         dec = build(max_steps)
-        return dec, pilot(dec), COMPACT_MAX_LIVE_BYTES["cpu", bool(ctx.quick)]
+        return dec, pilot(dec), COMPACT_MAX_LIVE_BYTES["cpu", bool(ctx.quick)], None
     dec = build(1)
     step_ms = pilot(dec)
     plan = plan_for(COMPACT_PILOT_LIVE_BYTES["cuda"], kv_shape(ctx.config), ctx.dtype_bytes, ctx.max_positions)
@@ -307,19 +307,20 @@ def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps:
         del dec
         _settle(ctx)
         dec = build(steps)
-    return dec, pilot(dec), cap
+    return dec, pilot(dec), cap, per_byte
 
 
-def _measure(ctx: RunContext, mode: str, key, peak) -> dict:
+def _measure(ctx: RunContext, mode: str, key) -> dict:
     """Every measurement of the experiment with the decode part in `mode`; raises on any failure."""
     import torch
 
     batch, prefix, max_steps, warmup, repeats = DECODE[key]
     prefix = min(prefix, ctx.max_positions - max_steps)  # reset() restores the prefix: steps never accumulate
-    decode, decode_pilot, cap = _decode_part(ctx, mode, batch, prefix, max_steps)
+    decode, decode_pilot, cap, per_byte = _decode_part(ctx, mode, batch, prefix, max_steps)
     ctx.progress(f"decode part: {decode.steps} {decode.mode} steps (batch {batch}, prefix {prefix}) "
                  f"{decode_pilot:.3f} ms")
-    work, _ = balanced_workload(ctx, decode_pilot, ctx.progress, cap=cap)
+    start = int(decode_pilot / per_byte) if per_byte else None  # GPU: the pilot gather's rate says the size
+    work, _ = balanced_workload(ctx, decode_pilot, ctx.progress, start_live=start and max(64 << 10, start), cap=cap)
     times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
     ratio = times["compact"].median_ms / times["decode"].median_ms
     if not BALANCE[0] <= ratio <= BALANCE[1]:  # the pilot missed (a rate that changed): resize once
@@ -353,7 +354,7 @@ def run(ctx: RunContext) -> Result:
     with torch.inference_mode():
         for mode in DECODE_MODES[key[0]]:
             try:
-                got = _measure(ctx, mode, key, peak)
+                got = _measure(ctx, mode, key)
                 break
             except ModeUnavailable as exc:
                 slower_modes.append(f"{mode}: {exc}")
