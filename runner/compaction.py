@@ -23,6 +23,8 @@ from typing import Callable
 
 import torch
 
+from .errors import describe_exception
+
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 # Live KV bytes per workload. GPU: up to 4 GiB live (8 GiB moved), far beyond any L2; CPU: 64 MiB live =
 # 128 MiB moved = 4x a 32 MiB LLC, the smallest size that is a DRAM measurement there.
@@ -119,16 +121,43 @@ class Workload:
         return ok, skipped
 
 
+_TRITON_PROBED: dict[str, str | None] = {}
+
+
 def triton_unavailable(device) -> str | None:
-    """Why the Triton methods cannot run on `device`, or None when they can."""
+    """Why the Triton methods cannot run on `device`, or None when they can. Importing triton is not
+    enough: it builds its launcher with a C compiler and compiles the kernel at the first launch, and
+    either can fail on a box that imports it fine. So the first call per device launches a tiny gather,
+    synchronises and checks it (`probe_triton`); its failure is the reason, remembered for the run."""
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if device.type != "cuda" and not interpreted:
         return ("Triton compiles for GPUs only; on the CPU its interpreter is a correctness check "
                 "(tested in CI), not a kernel worth timing")
+    key = f"{device}{' (interpreted)' if interpreted else ''}"
+    if key not in _TRITON_PROBED:
+        _TRITON_PROBED[key] = probe_triton(device)
+    return _TRITON_PROBED[key]
+
+
+def probe_triton(device) -> str | None:
+    """Launch the row gather once on a few tiny rows, synchronise, compare with advanced indexing: None
+    when it worked, else the reason (exception type and first line of its message)."""
     try:
-        import triton  # noqa: F401
-    except ImportError:
-        return "triton is not installed"
+        from .triton_gather import gather_rows
+    except ImportError as exc:
+        return f"triton is not installed ({exc})"
+    except Exception as exc:  # noqa: BLE001 - a broken install fails at import: that is the reason
+        return f"importing the Triton gather failed: {describe_exception(exc)}"
+    try:
+        src = torch.arange(4 * 64, dtype=torch.float32, device=device).view(4, 64)
+        idx = torch.tensor([3, 0, 2], device=device)
+        out = gather_rows(src, idx, torch.empty(3, 64, dtype=torch.float32, device=device))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if not torch.equal(out, src[idx]):
+            return "the Triton gather's probe launch returned wrong rows"
+    except Exception as exc:  # noqa: BLE001 - no C compiler, no ptxas, a driver too old: the reason
+        return f"the Triton gather's probe launch failed: {describe_exception(exc)}"
     return None
 
 
@@ -158,6 +187,24 @@ def is_correct(w: Workload, method) -> bool:
     w.dst.fill_(float("nan"))
     method()
     return bool(torch.equal(w.dst, w.expected()))
+
+
+def checked_methods(w: Workload, names=METHODS) -> tuple[dict[str, Callable[[], None]], dict[str, bool], dict[str, str]]:
+    """({method: callable}, {method: exactly correct}, {method: why not run}) for the methods that run
+    here: each is run once under the correctness check first, and one that raises there is skipped with
+    the exception's type and message instead of costing the other methods their rows."""
+    methods, skipped = w.methods(names)
+    ok, correct = {}, {}
+    for name, fn in methods.items():
+        try:
+            correct[name] = is_correct(w, fn)
+            if w.pool.device.type == "cuda":
+                torch.cuda.synchronize(w.pool.device)  # an asynchronous failure surfaces here, for this method
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            skipped[name] = f"failed its first run: {describe_exception(exc)}"
+            continue
+        ok[name] = fn
+    return ok, correct, skipped
 
 
 def shape_for(target_bytes: int, bytes_per_token: int, max_seq: int) -> tuple[int, int]:

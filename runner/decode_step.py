@@ -12,9 +12,10 @@ Every decoder runs `steps` steps of `batch` sequences on a prefilled `prefix` pe
 brings the cache back to the prefix (untimed), so every call does the same work (`logits` holds the last step's output, for checks):
 - eager: DynamicCache.crop with a negative count (the spelling every release accepts), or a deep copy of
   the prefilled cache where crop is missing or misbehaves;
-- static/graph: StaticCache.crop(-extra) in transformers 5.x moves its device-side length counter back
-  (the stale entries are overwritten next time and masked meanwhile); releases whose forward takes
-  `cache_position` get fixed positions instead, and need no reset.
+- static/graph: every layer's length counter set back to the prefix in place (`rewind_static_cache`; the
+  same on every supported transformers release, 5.17 on the GPU image to the newest in CI).
+A decoder that cannot run here raises ModeUnavailable with the reason; the experiments catch every other
+failure of a mode too, so one mode's failure is that mode's recorded skip and the other modes keep their rows.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import inspect
 
 import torch
 
+from .errors import describe_exception as describe
 from .kv_cache import _cache_kwarg, cache_bytes, cache_seq_len, forward_with_cache
 
 MODES = ("eager", "static", "graph")
@@ -120,6 +122,54 @@ def _static_cache(model, batch: int, max_len: int, device, dtype):
         raise ModeUnavailable(f"StaticCache({', '.join(kwargs)}): {exc}") from None
 
 
+def _static_layer_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(layer classes whose length counters rewind_static_cache knows, the sliding-window ones among them).
+    Exact classes, not subclasses: a subclass may keep more state (recurrent states, an indexer) than the
+    counters rewound here, and rewinding half of it would time a step on a corrupt cache."""
+    from transformers import cache_utils
+
+    known = tuple(getattr(cache_utils, n) for n in ("StaticLayer", "StaticSlidingWindowLayer") if hasattr(cache_utils, n))
+    sliding = tuple(c for c in known if c.__name__ == "StaticSlidingWindowLayer")
+    return known, sliding
+
+
+def check_rewindable(cache, total_len: int) -> None:
+    """ModeUnavailable unless every layer of this StaticCache can be put back to an earlier length:
+    a layer type with state this module does not know, or a sliding window shorter than the tokens the
+    steps reach (the window would roll, and the tokens it evicted cannot be brought back)."""
+    layers = getattr(cache, "layers", None)
+    if not layers:
+        raise ModeUnavailable(f"{type(cache).__name__} has no per-layer state (transformers < 5?)")
+    known, sliding = _static_layer_classes()
+    for i, layer in enumerate(layers):
+        if type(layer) not in known:
+            raise ModeUnavailable(f"layer {i} of the static cache is a {type(layer).__name__}: no known way to "
+                                  "rewind it between timed calls")
+        if isinstance(layer, sliding) and layer.max_cache_len < total_len:
+            raise ModeUnavailable(f"layer {i} keeps a {layer.max_cache_len}-token sliding window, shorter than the "
+                                  f"{total_len} tokens the steps reach: a rolled window cannot be rewound")
+
+
+def rewind_static_cache(cache, length: int) -> None:
+    """Put every layer of a StaticCache back to `length` cached tokens, in place (a CUDA graph holds the
+    counters' addresses). Works the same on every supported release: transformers 5.17-5.23 have no
+    StaticLayer.crop, and 5.24's crop subtracts from each counter, which goes wrong after a graph capture
+    (the capture advances a sliding layer's Python-side count but not its device-side one). So each
+    counter is set to the absolute length: the device-side `cumulative_length` by fill_ (no host read), a
+    sliding layer's Python `cumulative_length_int` by assignment. The stale entries past `length` are
+    overwritten by the next step before any attention reads them (the causal mask hides them until then).
+    Then every layer's length is read back (a host sync, outside the timed call)."""
+    for layer in cache.layers:
+        if not getattr(layer, "is_initialized", False):
+            continue
+        layer.cumulative_length.fill_(length)
+        if hasattr(layer, "cumulative_length_int"):
+            layer.cumulative_length_int = length
+    got = sorted({int(layer.get_seq_length()) for layer in cache.layers if getattr(layer, "is_initialized", False)})
+    if got != [length]:
+        raise RuntimeError(f"rewinding the static cache left lengths {got}, expected {length}")
+
+
 class StaticDecoder:
     mode = "static"
 
@@ -130,34 +180,25 @@ class StaticDecoder:
         dtype = next(model.parameters()).dtype
         self.max_len = self.prefix + steps  # exactly what the steps need: no padded reads
         self.cache = _static_cache(model, batch, self.max_len, device, dtype)
-        self._explicit = "cache_position" in inspect.signature(model.forward).parameters
+        check_rewindable(self.cache, self.max_len)
         self._kw = _cache_kwarg(model)
         try:
-            self._forward(prefix_ids, torch.arange(self.prefix, device=device))
+            self._forward(prefix_ids)
         except Exception as exc:  # noqa: BLE001 - an architecture this release cannot run on a static cache
-            raise ModeUnavailable(f"prefill on a StaticCache failed: {type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-        self._positions = [torch.tensor([self.prefix + i], device=device) for i in range(steps)]
+            raise ModeUnavailable(f"prefill on a StaticCache failed: {describe(exc)}") from None
         self.buffer_bytes = cache_bytes(self.cache)  # the preallocated K and V of every layer
         self.kv_bytes = self.buffer_bytes * self.prefix // self.max_len
         self.growth_bytes = self.buffer_bytes // self.max_len
 
-    def _forward(self, ids, positions):
-        kwargs = {"use_cache": True, self._kw: self.cache}
-        if self._explicit:
-            kwargs["cache_position"] = positions
-        return self.model(ids, **kwargs).logits
+    def _forward(self, ids):
+        return self.model(ids, use_cache=True, **{self._kw: self.cache}).logits
 
     def __call__(self) -> None:
-        for i in range(self.steps):
-            self.logits = self._forward(self.step_ids, self._positions[i])
+        for _ in range(self.steps):
+            self.logits = self._forward(self.step_ids)
 
     def reset(self) -> None:
-        if self._explicit:
-            return
-        extra = int(self.cache.get_seq_length()) - self.prefix  # a host read, outside the timed call
-        if extra > 0:
-            self.cache.crop(-extra)
+        rewind_static_cache(self.cache, self.prefix)
 
     restore_method = "static"
 
@@ -169,29 +210,76 @@ class StaticDecoder:
         return self.steps * self.buffer_bytes
 
 
+# The CUDA API the graph decoder drives. A module attribute, so the CPU tests can put a fake here that
+# injects a failure into one phase (warm-up, reset, capture, replay) and check it becomes a recorded skip.
+CUDA = torch.cuda
+
+
+def graph_unavailable(device) -> str | None:
+    """Why CUDA graphs cannot run on `device`, or None."""
+    if device.type != "cuda":
+        return "CUDA graphs need a CUDA device; this run has none"
+    return None
+
+
+# A replay must reproduce the static step it captured: max |difference| of the logits within this share
+# of their largest magnitude (the same kernels run, so it is far closer in practice).
+GRAPH_CHECK_RTOL = 1e-2
+
+
 class GraphDecoder(StaticDecoder):
-    """The static steps captured in one CUDA graph; a call is one replay."""
+    """The static steps captured in one CUDA graph; a call is one replay.
+
+    Everything after the static prefill runs under one guard, phase by phase: the side-stream warm-up
+    (two static calls, each followed by a reset), capture, a reset, one checked replay and a final reset,
+    each phase ending in a synchronise so that an asynchronous CUDA error surfaces inside the phase that
+    caused it. Any failure becomes ModeUnavailable naming the phase and the exception's type and message:
+    the experiment records it as this mode's skip, and the other modes keep their rows."""
     mode = "graph"
 
     def __init__(self, model, prefix_ids, step_ids, steps: int = 1):
-        if prefix_ids.device.type != "cuda":
-            raise ModeUnavailable("CUDA graphs need a CUDA device; this run has none")
+        why = graph_unavailable(prefix_ids.device)
+        if why:
+            raise ModeUnavailable(why)
         super().__init__(model, prefix_ids, step_ids, steps)
-        side = torch.cuda.Stream(prefix_ids.device)
-        side.wait_stream(torch.cuda.current_stream(prefix_ids.device))
-        with torch.cuda.stream(side):  # warm-up off the default stream, as capture requires
-            for _ in range(2):
-                super().__call__()
-                self.reset()
-        torch.cuda.current_stream(prefix_ids.device).wait_stream(side)
-        torch.cuda.synchronize(prefix_ids.device)
-        self.graph = torch.cuda.CUDAGraph()
+        cuda, device = CUDA, prefix_ids.device
+        phase = "warm-up"
         try:
-            with torch.cuda.graph(self.graph):
-                super().__call__()  # recorded, not run: the cache's length counter did not move
-        except Exception as exc:  # noqa: BLE001 - a host sync inside the step, an unsupported op, ...
-            raise ModeUnavailable(f"CUDA graph capture of the static step failed: {type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+            side = cuda.Stream(device)
+            side.wait_stream(cuda.current_stream(device))
+            with cuda.stream(side):  # warm-up off the default stream, as capture requires
+                for _ in range(2):
+                    phase = "warm-up"
+                    StaticDecoder.__call__(self)
+                    phase = "reset"
+                    self.reset()
+            phase = "warm-up"
+            cuda.current_stream(device).wait_stream(side)
+            cuda.synchronize(device)
+            expected = self.logits.clone()  # the last warm-up call: the same positions a replay computes
+            phase = "capture"
+            self.graph = cuda.CUDAGraph()
+            with cuda.graph(self.graph):
+                StaticDecoder.__call__(self)  # recorded, not run (Python-side counters did move)
+            cuda.synchronize(device)
+            phase = "reset"
+            self.reset()
+            phase = "replay"
+            self.graph.replay()
+            cuda.synchronize(device)
+            self._check_replay(expected)
+            phase = "reset"
+            self.reset()
+            cuda.synchronize(device)
+        except Exception as exc:  # noqa: BLE001 - a host sync in the step, an unsupported op, an async error
+            raise ModeUnavailable(f"CUDA graph {phase} failed: {describe(exc)}") from None
+
+    def _check_replay(self, expected) -> None:
+        diff = float((self.logits.float() - expected.float()).abs().max())
+        scale = float(expected.float().abs().max())
+        if not diff <= GRAPH_CHECK_RTOL * max(scale, 1e-6):  # `not <=`: a NaN difference fails too
+            raise RuntimeError(f"the replayed step differs from the static step by {diff:.3g} (logits up to "
+                               f"{scale:.3g})")
 
     def __call__(self) -> None:
         self.graph.replay()
@@ -205,13 +293,25 @@ def make_decoder(mode: str, model, prefix_ids, step_ids, steps: int = 1):
     return DECODERS[mode](model, prefix_ids, step_ids, steps)
 
 
-def host_syncs(fn) -> list[str]:
-    """The host-synchronising ops (tensor -> Python scalar, nonzero) one call of fn performs. A step that
-    does none can be captured in a CUDA graph; this is how the CPU checks the static step for it.
-    Call it outside torch.inference_mode: inference tensors bypass the dispatch mode that watches."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+# Ops that make the host wait for the device: a tensor turned into a Python value, or an output whose size
+# depends on the data. Any of them in a step breaks CUDA graph capture and stalls an eager launch queue.
+HOST_SYNC_OPS = ("_local_scalar_dense.default", "nonzero.default", "is_nonzero.default", "equal.default",
+                 "masked_select.default", "_unique2.default", "unique_consecutive.default",
+                 "repeat_interleave.Tensor")
 
-    sync_ops = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default}
+
+def host_syncs(fn) -> list[str]:
+    """What one call of fn does that a CUDA graph cannot hold, checked on any device (the meta device
+    included, where a model of any size costs no memory): host-synchronising ops (HOST_SYNC_OPS), and
+    device work that takes a CPU tensor in or hands one back (a host<->device copy, or a CPU value mixed
+    into a kernel). Empty for a step that can be captured. Call it outside torch.inference_mode:
+    inference tensors bypass the dispatch mode that watches."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    sync_ops = {op for name in HOST_SYNC_OPS
+                for op in [getattr(getattr(torch.ops.aten, name.split(".")[0], None), name.split(".")[1], None)]
+                if op is not None}
 
     class Watch(TorchDispatchMode):
         def __init__(self):
@@ -219,10 +319,29 @@ def host_syncs(fn) -> list[str]:
             self.seen: list[str] = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            ins = {t.device.type for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
             if func in sync_ops:
-                self.seen.append(str(func))
-            return func(*args, **(kwargs or {}))
+                self.seen.append(f"host sync: {func}")
+            elif "cpu" in ins and ins != {"cpu"}:  # checked before the call: a mixed call may raise
+                self.seen.append(f"CPU tensor in device work: {func}")
+            elif kwargs.get("device") is not None and ins and torch.device(kwargs["device"]).type not in ins:
+                to = torch.device(kwargs["device"]).type  # a copy to another device (.cpu(), .to(...))
+                self.seen.append(f"{'device work handed back to the CPU' if to == 'cpu' else 'CPU tensor copied into device work'}: {func}")
+                ins = set()  # reported; not again below
+            out = func(*args, **kwargs)
+            outs = {t.device.type for t in tree_leaves(out) if isinstance(t, torch.Tensor)}
+            if ins and "cpu" not in ins and "cpu" in outs:
+                self.seen.append(f"device work handed back to the CPU: {func}")
+            elif ins == {"cpu"} and outs - {"cpu"}:
+                self.seen.append(f"CPU tensor copied into device work: {func}")
+            return out
 
     with Watch() as watch:
-        fn()
+        try:
+            fn()
+        except Exception as exc:  # a meta tensor has no value to read: the sync is recorded, then it raises
+            if not watch.seen:
+                raise
+            watch.seen.append(f"(the call then raised {describe(exc)})")
     return watch.seen

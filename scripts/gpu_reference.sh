@@ -10,6 +10,8 @@
 # Each step gets the smaller of its own cap and the time left (minus a reserve for the headline table), so
 # one slow step cannot cost the others' results; SIGTERM marks a run 'interrupted' and keeps every
 # experiment already recorded. Clocks, power limits and the GPU's settings are never touched.
+# It first checks that every package the run imports does (the carried wheels included), and lists the
+# experiments that failed (not skipped) before the headline table, so missing figures are never silent.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LIMIT_S=${LIMIT_S:-540}
@@ -35,9 +37,25 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
 else
   export PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH}
 fi
+# Before anything is measured: everything the run imports must import (the carried duckdb and plotly
+# wheels, the machine's own torch, transformers and triton), or the run stops here with the reason.
+python3 - <<'PY' || { echo "== stopped: a package the run needs does not import (see above)"; rm -rf "$pkg"; exit 1; }
+import importlib
+missing = []
+for name in ("duckdb", "plotly", "torch", "transformers", "typer", "jinja2", "triton", "kvreport.runner.cli"):
+    try:
+        mod = importlib.import_module(name)
+        print(f"  {name} {getattr(mod, '__version__', '')} from {getattr(mod, '__file__', '?')}")
+    except Exception as exc:  # noqa: BLE001 - each missing package is listed
+        missing.append(f"{name}: {type(exc).__name__}: {exc}")
+for line in missing:
+    print(f"  cannot import {line}")
+raise SystemExit(1 if [m for m in missing if not m.startswith("triton:")] else 0)  # no triton: its methods skip
+PY
 DB="$OUT/kvreport.duckdb"
 [ -f "$DB" ] || cp site/data/kvreport.duckdb "$DB"
 log="$OUT/reference.log"
+first_run=$(python3 -c "import duckdb, sys; print(duckdb.connect(sys.argv[1], read_only=True).execute('SELECT coalesce(max(run_id), 0) FROM runs').fetchone()[0])" "$DB") || first_run=0
 
 left() {  # seconds a step may take: its cap, or what is left before the reserve, whichever is smaller
   local cap=$1 rest=$(( LIMIT_S - RESERVE_S - ($(date +%s) - start) ))
@@ -63,6 +81,21 @@ step() {  # step NAME CAP_S command...: runs under its limit and says how it end
   step "compaction benchmark" "${BENCH_LIMIT_S:-90}" sh -c "python3 benchmarks/bench_compaction.py --device $DEVICE --model $GPT2_MODEL ${QUICK:+--repeats 5} > '$OUT/bench_compaction.txt' 2>&1; rc=\$?; cat '$OUT/bench_compaction.txt'; exit \$rc"
   step "$GQA_MODEL suite" "${GQA_LIMIT_S:-330}" python3 -m kvreport.runner run --model "$GQA_MODEL" --dtype "$( [ "$DEVICE" = cpu ] && echo float32 || echo bfloat16 )" --device "$DEVICE" $QUICK_FLAG --db "$DB" --label "reference $GQA_MODEL"
   echo "suite wall time: $(( $(date +%s) - start )) s of ${LIMIT_S} s"
+  echo "== failures (experiments of this script's runs that failed; skips are not failures)"
+  python3 - "$DB" "$first_run" <<'PY' || echo "(could not read the DB's failures)"
+import sys
+import duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+rows = con.execute("SELECT r.run_id, r.model, e.experiment, e.reason FROM experiments e JOIN runs r USING (run_id) "
+                   "WHERE e.run_id > ? AND e.status = 'failed' ORDER BY r.run_id, e.started_at",
+                   [int(sys.argv[2])]).fetchall()
+runs = con.execute("SELECT run_id, model, status FROM runs WHERE run_id > ? ORDER BY run_id", [int(sys.argv[2])]).fetchall()
+for run_id, model, status in runs:
+    print(f"run {run_id} ({model}): {status}")
+for run_id, model, name, reason in rows:
+    print(f"FAILED run {run_id} ({model}) {name}: {reason}")
+print("no experiment failed" if not rows else f"{len(rows)} experiment(s) FAILED: their figures are missing below")
+PY
   echo "== compaction benchmark (same-size copy roof)"
   tail -n 14 "$OUT/bench_compaction.txt" 2>/dev/null || echo "(no benchmark output)"
   echo "== headline findings"

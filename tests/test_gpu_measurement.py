@@ -3,12 +3,14 @@ gather under Triton's interpreter, and the device-state reader's handling of a m
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 import torch
+import triton.language as tl  # in the [test] extra: CI runs the Triton tests, never skips them
 
 from kvreport.runner import ceilings, timing
 from kvreport.runner.experiments import RunContext
@@ -356,3 +358,61 @@ def test_the_lead_follows_the_sm_clock(monkeypatch):
     gpu.cycles_per_ms = 2.0e6  # the clock ramps up after calibration: the same cycles now sleep half as long
     clock.measure(lambda: gpu.kernel(0.001, 0.001))
     assert clock._cycles_per_ms == pytest.approx(2.0e6)
+
+
+def _int32_offsets_control(src_ptr, dst_ptr, idx_ptr, row_words, blocks_per_row, BLOCK: tl.constexpr,
+                           EVEN: tl.constexpr):
+    """A control for the PTX check below: the gather with 32-bit offsets, which wrap past 2^31 words."""
+    pid = tl.program_id(0)
+    row = pid // blocks_per_row
+    src_row = tl.load(idx_ptr + row).to(tl.int32)
+    offs = (pid - row * blocks_per_row) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + row * row_words + offs, tl.load(src_ptr + src_row * row_words + offs))
+
+
+def _gather_ptx_for_sm90(row_words_divisible_by_16: bool, kernel=None) -> str:
+    """The row gather compiled ahead of time for an H100/H200 (sm_90), no GPU needed: the kernel and the
+    launch configuration a 1 MiB row gets (llama-3.1-8b: 8 KV heads x 512 tokens x 128 x 2 bytes), with
+    the argument specialisation Triton's runtime applies (16-byte-aligned pointers; an int argument
+    divisible by 16 is marked so). Only the kernel's body is returned (no debug sections)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kvreport.runner.triton_gather import _gather_rows_kernel, launch_config
+
+    block, even, warps = launch_config((1 << 20) // 4)
+    assert (block, even, warps) == (4096, True, 8)
+    signature = {"src_ptr": "*i32", "dst_ptr": "*i32", "idx_ptr": "*i64", "row_words": "i32",
+                 "blocks_per_row": "i32", "BLOCK": "constexpr", "EVEN": "constexpr"}
+    divisible = [0, 1, 2] + ([3] if row_words_divisible_by_16 else [])
+    fn = _gather_rows_kernel if kernel is None else triton.jit(kernel)
+    src = ASTSource(fn=fn, signature=signature, constexprs={"BLOCK": block, "EVEN": even},
+                    attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
+    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+    assert ".address_size 64" in ptx and re.search(r"\.target sm_90", ptx)
+    return ptx[ptx.index(".entry"):].split(".section")[0]
+
+
+def _offsets_are_64_bit(body: str) -> bool:
+    """No 32-bit multiply (which wraps) in the kernel; the row offset is a 64-bit product (mul.wide.s32:
+    two 32-bit operands, a 64-bit result; or mul.lo.s64); every global access takes a 64-bit register."""
+    return (not re.search(r"\b(mul|mad)\.lo\.[su]32", body)
+            and bool(re.search(r"\b(mul\.lo\.s64|mul\.wide\.s32)", body))
+            and all(re.search(r"\[ ?%rd\d+", line) for line in body.splitlines() if re.search(r"(ld|st)\.global", line)))
+
+
+def test_triton_gather_compiles_for_sm90_with_16_byte_accesses_and_64_bit_offsets():
+    body = _gather_ptx_for_sm90(True)
+    loads = re.findall(r"ld\.global\S*", body)
+    stores = re.findall(r"st\.global\S*", body)
+    data_loads = [op for op in loads if op != "ld.global.b64"]  # that one is the row index (an int64)
+    assert len(loads) - len(data_loads) == 1
+    # every data access is a 16-byte vector (4 x 32-bit words), and the loads evict first
+    assert data_loads and all(op.endswith(".v4.b32") and "evict_first" in op for op in data_loads), loads
+    assert stores and all(op == "st.global.v4.b32" for op in stores), stores
+    assert _offsets_are_64_bit(body)
+    # Both checks can fail: rows not known to divide by 16 words get scalar accesses, and 32-bit offsets
+    # show as a 32-bit multiply.
+    assert not re.search(r"(ld|st)\.global\S*\.v4", _gather_ptx_for_sm90(False))
+    assert not _offsets_are_64_bit(_gather_ptx_for_sm90(True, _int32_offsets_control))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UserError
+from ..errors import UserError, describe_exception
 
 
 def parse_iterations(spec: str) -> list[str]:
@@ -21,8 +21,10 @@ def parse_iterations(spec: str) -> list[str]:
 
 
 def execute(model: str, device: str, dtype: str, iterations: list[str], quick: bool, db: Path,
-            echo=typer.echo, label: str | None = None, only: list[str] | None = None) -> int:
-    """The whole run; returns the run_id. Separate from the typer function so tests can call it."""
+            echo=typer.echo, label: str | None = None, only: list[str] | None = None,
+            failed: list[tuple[str, str]] | None = None) -> int:
+    """The whole run; returns the run_id. Separate from the typer function so tests can call it.
+    `failed`, when given, receives (experiment, reason) for every experiment that failed (not skipped)."""
     import torch
 
     from ..devices import dtype_name, resolve_device, resolve_dtype
@@ -58,6 +60,7 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
                          progress=lambda msg: echo(f"    {msg}"))
         experiments = [e for e in registry() if e.iteration in iterations and (not only or e.name in only)]
         summary: list[str] = []
+        failures = failed if failed is not None else []
         status = "complete"
         try:
             for i, exp in enumerate(experiments, 1):
@@ -80,11 +83,12 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
                 except (KeyboardInterrupt, SystemExit):
                     raise
                 except Exception as exc:  # noqa: BLE001 - one broken experiment must not lose the others
-                    reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    reason = describe_exception(exc)
                     store.record_experiment(run_id, exp.name, "failed", reason, _state_rows(exp.name, before, dev),
                                             started_at, time.perf_counter() - started)
                     echo(f"  FAILED: {reason}")
                     status = "failed"
+                    failures.append((exp.name, reason))
                 finally:
                     if dev.type == "cuda":
                         torch.cuda.empty_cache()
@@ -99,6 +103,11 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
         echo(f"run {run_id} {status}: {len(experiments)} experiments -> {db}")
         for line in summary:
             echo(f"  - {line}")
+        if failures:
+            echo(f"FAILED: {len(failures)} of {len(experiments)} experiments (their results are missing; the "
+                 "others are stored):")
+            for name, reason in failures:
+                echo(f"  - {name}: {reason}")
         return run_id
     finally:
         store.close()
@@ -142,9 +151,13 @@ def run(
     label: Annotated[str | None, typer.Option(help="Free-text label stored with the run.")] = None,
     only: Annotated[str | None, typer.Option(help="Comma-separated experiment names to run (default all).")] = None,
 ):
-    """Measure the KV cache of one model on one device and append the results to the DB."""
+    """Measure the KV cache of one model on one device and append the results to the DB. Exits 1 when any
+    experiment failed (a skip is not a failure), after storing every other result."""
+    failed: list[tuple[str, str]] = []
     execute(model, device, dtype, parse_iterations(iterations), quick, db, label=label,
-            only=[s.strip() for s in only.split(",")] if only else None)
+            only=[s.strip() for s in only.split(",")] if only else None, failed=failed)
+    if failed:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,9 @@ size (a copy moving the same bytes, runner/ceilings.py) and the theoretical peak
   rows, 16-byte vectors) and triton_layers (the triton kernel once per layer and tensor: the control that
   changes launch count without changing element width). The Triton methods need a GPU; on the CPU they
   are recorded as skipped with the reason (their correctness is tested in CI under Triton's interpreter).
+  On a GPU a tiny probe launch decides whether they run (runner/compaction.probe_triton): a Triton that
+  imports but cannot build or launch is the Triton methods' skip reason, and naive and batched keep their
+  rows. A method that raises on its first (checked) run is skipped with its exception the same way.
 - Device times exclude host dispatch (runner/timing.py); the host time per call is stored beside them.
 - Each timed call starts cold: a footprint under FLUSH_FACTOR x the last-level cache is preceded by an
   untimed flush, so small sizes measure DRAM, not L2/LLC. Only sizes of at least FLUSH_FACTOR x LLC moved
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from . import Result, RunContext
 from ..ceilings import MIB, OVER_ROOF, new_roof_rows, record_roof, roof_and_peak, roof_kernel, roof_row
-from ..compaction import FLUSH_FACTOR, METHODS, Flusher, is_correct, make_workload, planned_workloads
+from ..compaction import FLUSH_FACTOR, METHODS, Flusher, checked_methods, make_workload, planned_workloads
 from ..timing import gbs, time_interleaved
 
 NAME = "kv_compact_v2"
@@ -41,9 +44,8 @@ def run(ctx: RunContext) -> Result:
     for plan in plans:
         w = make_workload(plan.n_tensors, plan.n_live, plan.row, ctx.dtype, ctx.device)
         ctx.progress(f"compaction {plan.n_live} x {plan.seq_len} tokens ({w.kv_bytes / MIB:,.2f} MiB live)")
-        methods, skipped = w.methods(METHODS)
+        methods, correct, skipped = checked_methods(w, METHODS)
         skipped_any.update(skipped)
-        correct = {name: is_correct(w, fn) for name, fn in methods.items()}
         flush = flusher.needed(w.bytes_moved)
         # The same-size copy roof is one more variant of the interleaved rounds (naive, batched, ..., roof,
         # naive, ...): whatever slows the machine down slows the roof alike, so drift between two separate

@@ -4,6 +4,8 @@ across prefix lengths and batch sizes, in three modes (runner/decode_step.py), d
 - eager: transformers' DynamicCache (the seed's setup, the headline); static: a preallocated StaticCache,
   no graph (runs on the CPU too); graph: the static step replayed from a CUDA graph (CUDA only, else
   recorded as skipped with the reason). Between timed calls the cache goes back to the prefix (untimed).
+  Every failure of one mode (its set-up, a reset, a capture, a timed call) is recorded as that mode's
+  skip with the exception's type and message (`skipped_modes`); the other modes keep their rows.
 - Times: `step_ms` is the device's busy time for the step (GPU samples exclude host dispatch, see
   runner/timing.py), `host_ms` the host wall time per call; on a GPU their difference (`overhead_ms`) is
   what launches and Python add per step. On the CPU the two are one measurement.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from . import Result, RunContext
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import FLUSH_FACTOR, last_level_cache_bytes
-from ..decode_step import MODES, ModeUnavailable, make_decoder
+from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
 from ..kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 from ..timing import gbs, time_fn
@@ -80,6 +82,20 @@ def _fits_memory(ctx: RunContext, prefix_len: int, batch: int) -> bool:
     return 3 * kv + logits < 0.8 * free  # cache, its torch.cat copy, a deep copy if crop is missing
 
 
+def _settle(ctx: RunContext) -> None:
+    """After a mode failed: wait for the device and hand its cached blocks back, so the next mode starts
+    from a quiet device. An error here (a device the failure left unusable) is left to the next mode,
+    which then records its own failure."""
+    if ctx.is_cuda:
+        import torch
+
+        try:
+            torch.cuda.synchronize(ctx.device)
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+
+
 def run(ctx: RunContext) -> Result:
     _, peak = roof_and_peak(ctx)
     weight_bytes = ctx.loaded.step_weight_bytes()  # what a step streams (untied input embedding excluded)
@@ -97,6 +113,9 @@ def run(ctx: RunContext) -> Result:
                 rows.append(measure(ctx, mode, prefix_len, batch, weight_bytes, peak, warmup, repeats))
             except ModeUnavailable as why:
                 skipped[mode] = str(why)
+            except Exception as exc:  # noqa: BLE001 - one mode's failure is its skip; the others keep their rows
+                skipped[mode] = f"failed at prefix={prefix_len} batch={batch}: {describe(exc)}"
+                _settle(ctx)
     note = "; ".join(f"{m}: {why}" for m, why in skipped.items()) or None
     for r in rows:
         r["skipped_modes"] = note

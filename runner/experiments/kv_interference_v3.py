@@ -1,13 +1,18 @@
 """Iteration 3 (interference): does compaction slow serving down, and does running both at once save time?
 
 Three variants timed interleaved (compact, decode, both, compact, ...) with the shared harness:
-- decode:  `steps` decode steps in the fastest mode available (runner/decode_step.py: a CUDA graph replay
-           on a GPU, else the static cache; eager only if neither runs), reset (untimed) before each call.
+- decode:  `steps` decode steps in the fastest mode that runs (runner/decode_step.py: a CUDA graph replay
+           on a GPU, else the static cache, else eager), reset (untimed) before each call. A mode that
+           fails anywhere (set-up, pilot, timed rounds) hands over to the next; `decode_mode` is the one
+           used and `decode_fallback` says why the faster ones were not. On a GPU a one-step pilot sizes
+           the steps (`gpu_sizing`) so that a balanced gather fits in free memory.
            Eager decode leaves a GPU mostly idle between launches, so pairing it with compaction could
            never show contention; a graph replay keeps the GPU busy for the whole decode part.
 - compact: one batched gather of the live half of a KV pool (runner/compaction.py), SIZED so that it
            takes about as long as the decode part: a pilot times the decode part and the gather's rate,
-           the pool is sized from them, and resized once if the two land outside 0.6-1.6x. The stored
+           the pool is sized from them, and resized once if the two land outside 0.6-1.6x, never beyond
+           `compact_cap_bytes` (GPU: a share of free memory; CPU: fixed), and not at all when the gather is
+           already at that cap (then it stays unbalanced, and says so). The stored
            `balance_ratio` (compact / decode alone) is checked against 0.5-2x (`balanced`): a 60 ms decode
            beside a 1.5 ms gather would make "both = decode alone" a foregone conclusion.
 - both:    the two at once. GPU: on two side streams, each waiting on the default stream first; the default
@@ -33,7 +38,7 @@ import time
 from . import Result, RunContext
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import is_correct, make_workload, plan_for
-from ..decode_step import ModeUnavailable, make_decoder
+from ..decode_step import ModeUnavailable, describe, make_decoder
 from ..kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
@@ -44,14 +49,18 @@ ORDER = 20
 TABLES = ("kv_interference_v3", "roof_curve")
 
 MIB = 1 << 20
-# Upper bound on the live KV bytes compaction gathers (the balance sizes it below this). A decode step
-# streams every weight (gpt2 at float32: ~0.5 GB), so a balanced gather moves about as many bytes; on a
-# CPU the cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
-COMPACT_MAX_LIVE_BYTES = {("cuda", False): 4096 * MIB, ("cuda", True): 4096 * MIB,
-                          ("cpu", False): 1024 * MIB, ("cpu", True): 640 * MIB}
+# CPU: upper bound on the live KV bytes compaction gathers (the balance sizes it below this): on a CPU the
+# cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
+COMPACT_MAX_LIVE_BYTES = {("cpu", False): 1024 * MIB, ("cpu", True): 640 * MIB}
+# CUDA: the cap comes from free memory instead (`gpu_sizing`): a fixed 4 GiB could never balance the
+# 62 GB four graph steps of llama-3.1-8b stream (balance 0.14 on an H200).
+CAP_SHARE_OF_FREE = 0.6    # of the free device memory (model and decoder loaded), the workload may use this
+WORKLOAD_COPIES = 4        # live bytes x this: the pool (2x live), the destination, the check's reference
+STEP_HEADROOM = 0.8        # the decode part may take at most this share of the longest gather the cap allows
 COMPACT_PILOT_LIVE_BYTES = {"cuda": 256 * MIB, "cpu": 8 * MIB}
-# (decode batch, prefix tokens, steps, warmup, repeats). On a CPU one gpt2 step takes tens of ms, so few
-# steps keep the balanced gather within COMPACT_MAX_LIVE_BYTES.
+# (decode batch, prefix tokens, most steps, warmup, repeats). On CUDA the steps are sized from a one-step
+# pilot (`gpu_sizing`) up to this many; on a CPU one gpt2 step takes tens of ms, so one step keeps the
+# balanced gather within COMPACT_MAX_LIVE_BYTES.
 DECODE = {("cuda", False): (8, 512, 4, 5, 40), ("cuda", True): (4, 128, 2, 3, 15),
           ("cpu", False): (2, 128, 1, 2, 10), ("cpu", True): (1, 64, 1, 1, 7)}
 DECODE_MODES = {"cuda": ("graph", "static", "eager"), "cpu": ("static", "eager")}
@@ -103,15 +112,21 @@ def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: 
     return out
 
 
-def fastest_decoder(ctx: RunContext, batch: int, prefix: int, steps: int):
-    """(decoder, why faster modes were not used): graph, then static, then eager."""
-    why = []
-    for mode in DECODE_MODES["cuda" if ctx.is_cuda else "cpu"]:
-        try:
-            return make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix), ctx.input_ids(batch, 1), steps), why
-        except ModeUnavailable as exc:
-            why.append(f"{mode}: {exc}")
-    raise RuntimeError("no decode mode runs here: " + "; ".join(why))
+def gpu_sizing(step_ms: float, gather_ms_per_live_byte: float, free_bytes: int, max_steps: int) -> tuple[int, int]:
+    """(decode steps, live-byte cap of the gather) on a GPU, from a one-step pilot of the decode part, the
+    pilot gather's time per live byte and the free device memory. The cap is what free memory allows the
+    workload (CAP_SHARE_OF_FREE of it, over WORKLOAD_COPIES); the steps are as many as fit (up to
+    max_steps) while the decode part stays within STEP_HEADROOM of the longest gather the cap allows, so
+    a balanced gather exists: an 8B model gets one or two steps, gpt2 the most."""
+    cap = int(CAP_SHARE_OF_FREE * free_bytes) // WORKLOAD_COPIES
+    longest_ms = cap * gather_ms_per_live_byte
+    steps = max(1, min(max_steps, int(STEP_HEADROOM * longest_ms / step_ms))) if step_ms > 0 else max_steps
+    return steps, cap
+
+
+def cap_binds(kv_bytes: int, cap: int) -> bool:
+    """The gather is at its cap (within one request's rounding): making it bigger is not possible."""
+    return kv_bytes >= 0.9 * cap
 
 
 def decode_bytes(dec, weight_bytes: int) -> int:
@@ -199,16 +214,16 @@ def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str, PartClock, P
 
 
 def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gather=None,
-                      start_live: int | None = None):
+                      start_live: int | None = None, cap: int | None = None):
     """A compaction workload whose batched gather takes about `decode_ms`: a pilot measures the gather's
     rate, the size follows from it, and up to two resizes correct a pilot that missed (a rate that
-    changes with size: caches, launch overhead). `time_gather(workload) -> ms` is injectable for tests."""
+    changes with size: caches, launch overhead). Never above `cap` live bytes (default: the CPU's fixed
+    cap). `time_gather(workload) -> ms` is injectable for tests."""
     time_gather = time_gather or (lambda w: time_fn(w.batched, ctx.device, warmup=1, repeats=5).median_ms)
     shape = kv_shape(ctx.config)
     kind = "cuda" if ctx.is_cuda else "cpu"
-    cap = COMPACT_MAX_LIVE_BYTES[kind, bool(ctx.quick)]
-    if ctx.is_cuda:  # pool (2x live) + destination + the check's reference must leave room for decode
-        cap = min(cap, int(0.3 * cuda_free_bytes(ctx.device)[0]) // 4)
+    if cap is None:
+        cap = COMPACT_MAX_LIVE_BYTES["cpu", bool(ctx.quick)]
     live = min(cap, start_live or COMPACT_PILOT_LIVE_BYTES[kind])
     work, compact_ms = None, None
     for _attempt in range(3):
@@ -219,7 +234,7 @@ def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gat
         ratio = compact_ms / decode_ms
         if progress:
             progress(f"compaction of {work.kv_bytes / MIB:,.1f} MiB: {compact_ms:.3f} ms = {ratio:.2f}x decode")
-        if RESIZE_OUTSIDE[0] <= ratio <= RESIZE_OUTSIDE[1] or (ratio < 1 and work.kv_bytes >= cap):
+        if RESIZE_OUTSIDE[0] <= ratio <= RESIZE_OUTSIDE[1] or (ratio < 1 and cap_binds(work.kv_bytes, cap)):
             break
         live = int(min(cap, max(64 << 10, work.kv_bytes / ratio)))
     return work, compact_ms
@@ -246,28 +261,111 @@ def timed_rounds(ctx: RunContext, work, decode, key, warmup: int, repeats: int):
     return times, concurrency, part_c, part_d
 
 
+def _settle(ctx: RunContext) -> None:
+    """Wait for the device and hand cached blocks back (after a pilot, or a mode that failed)."""
+    if ctx.is_cuda:
+        import torch
+
+        torch.cuda.synchronize(ctx.device)
+        torch.cuda.empty_cache()
+
+
+def _settle_after_failure(ctx: RunContext) -> None:
+    """_settle, where an error means the failure left the device unusable: the next mode then records
+    its own failure, which says so."""
+    try:
+        _settle(ctx)
+    except Exception:  # noqa: BLE001 - see the docstring
+        pass
+
+
+def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps: int):
+    """(decoder, its pilot ms, live-byte cap of the gather, the gather's ms per live byte or None) for
+    `mode`: on a GPU a one-step pilot and a pilot gather size the steps and the cap from free memory
+    (`gpu_sizing`); on a CPU max_steps steps and the fixed cap."""
+    def build(steps):
+        return make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix), ctx.input_ids(batch, 1), steps)
+
+    def pilot(dec):
+        return time_fn(dec, ctx.device, warmup=2, repeats=5, setup=dec.reset).median_ms
+
+    if not ctx.is_cuda:
+        dec = build(max_steps)
+        return dec, pilot(dec), COMPACT_MAX_LIVE_BYTES["cpu", bool(ctx.quick)], None
+    dec = build(1)
+    step_ms = pilot(dec)
+    plan = plan_for(COMPACT_PILOT_LIVE_BYTES["cuda"], kv_shape(ctx.config), ctx.dtype_bytes, ctx.max_positions)
+    work = make_workload(plan.n_tensors, plan.n_live, plan.row, ctx.dtype, ctx.device)
+    gather_ms = time_fn(work.batched, ctx.device, warmup=1, repeats=5).median_ms
+    per_byte, live_gibs = gather_ms / work.kv_bytes, work.kv_bytes / (1 << 30) / (gather_ms * 1e-3)
+    del work
+    _settle(ctx)
+    steps, cap = gpu_sizing(step_ms, per_byte, cuda_free_bytes(ctx.device)[0], max_steps)
+    ctx.progress(f"pilot: one {mode} step {step_ms:.3f} ms, gather {live_gibs:,.0f} GiB/s live: "
+                 f"{steps} step(s), gather cap {cap / MIB:,.0f} MiB live")
+    if steps != 1:
+        del dec
+        _settle(ctx)
+        dec = build(steps)
+    return dec, pilot(dec), cap, per_byte
+
+
+def _measure(ctx: RunContext, mode: str, key) -> dict:
+    """Every measurement of the experiment with the decode part in `mode`; raises on any failure."""
+    import torch
+
+    batch, prefix, max_steps, warmup, repeats = DECODE[key]
+    prefix = min(prefix, ctx.max_positions - max_steps)  # reset() restores the prefix: steps never accumulate
+    decode, decode_pilot, cap, per_byte = _decode_part(ctx, mode, batch, prefix, max_steps)
+    ctx.progress(f"decode part: {decode.steps} {decode.mode} steps (batch {batch}, prefix {prefix}) "
+                 f"{decode_pilot:.3f} ms")
+    start = int(decode_pilot / per_byte) if per_byte else None  # GPU: the pilot gather's rate says the size
+    work, _ = balanced_workload(ctx, decode_pilot, ctx.progress, start_live=start and max(64 << 10, start), cap=cap)
+    times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
+    ratio = times["compact"].median_ms / times["decode"].median_ms
+    if not BALANCE[0] <= ratio <= BALANCE[1]:  # the pilot missed (a rate that changed): resize once
+        if ratio < BALANCE[0] and cap_binds(work.kv_bytes, cap):
+            ctx.progress(f"compact / decode = {ratio:.2f}x with the gather at its {cap / MIB:,.0f} MiB cap: "
+                         "not resized (recorded as unbalanced)")
+        else:
+            ctx.progress(f"compact / decode = {ratio:.2f}x, outside {BALANCE[0]}-{BALANCE[1]}x: resizing from the "
+                         "timed medians")
+            start = int(work.kv_bytes / ratio)  # the size at the measured rate that matches the decode part
+            del work
+            work, _ = balanced_workload(ctx, times["decode"].median_ms, ctx.progress,
+                                        start_live=max(64 << 10, start), cap=cap)
+            times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
+    correct = is_correct(work, work.batched)
+    if ctx.is_cuda:
+        torch.cuda.synchronize(ctx.device)  # an asynchronous failure surfaces here, inside this mode's guard
+    return dict(decode=decode, work=work, times=times, concurrency=concurrency, part_c=part_c, part_d=part_d,
+                correct=correct, cap=cap, batch=batch, prefix=prefix)
+
+
 def run(ctx: RunContext) -> Result:
     import torch
 
     key = ("cuda" if ctx.is_cuda else "cpu", bool(ctx.quick))
-    batch, prefix, steps, warmup, repeats = DECODE[key]
-    prefix = min(prefix, ctx.max_positions - steps)  # reset() restores the prefix, so steps never accumulate
     _, peak = roof_and_peak(ctx)
+    # graph, then static, then eager: a mode that fails anywhere (set-up, pilot, timed rounds) hands over to
+    # the next one, and why is recorded (`decode_fallback`).
+    slower_modes: list[str] = []
+    got = None
     with torch.inference_mode():
-        decode, slower_modes = fastest_decoder(ctx, batch, prefix, steps)
-        decode_pilot = time_fn(decode, ctx.device, warmup=2, repeats=5, setup=decode.reset).median_ms
-        ctx.progress(f"decode part: {steps} {decode.mode} steps (batch {batch}, prefix {prefix}) "
-                     f"{decode_pilot:.3f} ms")
-        work, _ = balanced_workload(ctx, decode_pilot, ctx.progress)
-        times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
-        ratio = times["compact"].median_ms / times["decode"].median_ms
-        if not BALANCE[0] <= ratio <= BALANCE[1]:  # the pilot missed (a rate that changed): resize once
-            ctx.progress(f"compact / decode = {ratio:.2f}x, outside {BALANCE[0]}-{BALANCE[1]}x: resizing from the timed medians")
-            start = int(work.kv_bytes / ratio)  # the size at the measured rate that matches the decode part
-            del work
-            work, _ = balanced_workload(ctx, times["decode"].median_ms, ctx.progress, start_live=max(64 << 10, start))
-            times, concurrency, part_c, part_d = timed_rounds(ctx, work, decode, key, warmup, repeats)
-        correct = is_correct(work, work.batched)
+        for mode in DECODE_MODES[key[0]]:
+            try:
+                got = _measure(ctx, mode, key)
+                break
+            except ModeUnavailable as exc:
+                slower_modes.append(f"{mode}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - this mode's failure; the next mode may still run
+                slower_modes.append(f"{mode}: failed: {describe(exc)}")
+            _settle_after_failure(ctx)
+    if got is None:
+        raise RuntimeError("no decode mode ran: " + "; ".join(slower_modes))
+    decode, work, times = got["decode"], got["work"], got["times"]
+    concurrency, part_c, part_d, correct = got["concurrency"], got["part_c"], got["part_d"], got["correct"]
+    batch, prefix, steps = got["batch"], got["prefix"], decode.steps
     compact_bytes = work.bytes_moved
     dec_bytes = decode_bytes(decode, ctx.loaded.step_weight_bytes())
     moved = {"compact": compact_bytes, "decode": dec_bytes, "both": compact_bytes + dec_bytes}
@@ -282,6 +380,7 @@ def run(ctx: RunContext) -> Result:
         "seq_len": work.pool.shape[2] // (kv_shape(ctx.config).n_kv_heads * kv_shape(ctx.config).head_dim),
         "correct": correct, "decode_mode": decode.mode, "decode_in_both_ms": d_in, "compact_in_both_ms": c_in,
         "balance_ratio": balance, "balanced": BALANCE[0] <= balance <= BALANCE[1],
+        "compact_cap_bytes": got["cap"], "decode_fallback": "; ".join(slower_modes) or None,
         "decode_inflation": d_in / d if d_in else None, "compact_bw_lost": 1 - c / c_in if c_in else None,
     }
     # Compaction is a copy: its share is of the copy roof of the same size (warm: the variants run back to
@@ -295,6 +394,7 @@ def run(ctx: RunContext) -> Result:
         "bytes_moved": moved[mode], "gbs": gbs(moved[mode], times[mode].median_ms), **bounds[mode],
         **(compact_roof if mode == "compact" else no_roof), **shared,
     } for mode in MODES]
+    work_kv_bytes = work.kv_bytes
     del work, decode
     verdict = ("SANITY BOUND VIOLATED: " + bounds["both"]["bound_note"]) if bounds["both"]["bound_violated"] \
         else f"{b / max(c, d):.2f}x the longer alone, {b / (c + d):.2f}x their sum"
@@ -303,6 +403,9 @@ def run(ctx: RunContext) -> Result:
         f"(balance {balance:.2f}x{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms ({verdict}); "
         f"decode inflated {shared['decode_inflation']:.2f}x, compaction lost {shared['compact_bw_lost']:.0%} "
         f"of its bandwidth when run together"]
+    if not shared["balanced"] and cap_binds(work_kv_bytes, got["cap"]):
+        summary.append(f"interference: the gather is at its {got['cap'] / MIB:,.0f} MiB cap (from free memory); "
+                       "a balanced one does not fit")
     if slower_modes:
         summary.append("interference decode mode fallbacks: " + "; ".join(slower_modes))
     return Result({"kv_interference_v3": rows, "roof_curve": new_roof_rows(ctx)}, summary)
