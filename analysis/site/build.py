@@ -10,19 +10,16 @@ from .links import check_links
 from .render import environment, render_page
 from .source import current_db
 from .spec import BuildError, SiteInfo
-from .swap import staging, swap_in
+from .swap import check_out, staging, swap_in
 
 
 def build_site(db: Path, out: Path) -> list[str]:
     """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
     keeps its previous contents."""
-    import duckdb
-
-    from kvreport.runner.store import Store
+    from kvreport.runner.store import Store, connect
 
     db, out = Path(db), Path(out)
-    if out.exists() and not out.is_dir():
-        raise BuildError(f"--out {out}: is a file; name a folder for the site")
+    check_out(out)  # before anything is read: a folder that is not ours is never written
     with Store(db, read_only=True, allow_older=True) as store:
         file_schema = store.schema_version()
     with current_db(db) as path:
@@ -36,7 +33,7 @@ def build_site(db: Path, out: Path) -> list[str]:
             site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
                             shown=ShownCsvs(), file_schema=file_schema, schema=schema)
             copy_assets(tmp)
-            con = duckdb.connect(str(path), read_only=True)
+            con = connect(path, read_only=True)
             try:
                 written = _render_all(con, tmp, site)
             finally:
