@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import math
+import re
+import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +26,55 @@ def _mb(v) -> str:
 
 def _pct(v) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _number(option: str, value: float, low: float, high: float | None = None, low_open: bool = False,
+            unit: str = "") -> float:
+    """A finite option value in range, else a UserError naming the option (nan and inf are not numbers
+    here: a NaN stored in the DB would break every later build)."""
+    ok = math.isfinite(value) and (value > low if low_open else value >= low) and (high is None or value <= high)
+    if not ok:
+        bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+        raise UserError(f"{option} {value}: must be a finite number {bound} ({unit})")
+    return float(value)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|bytes?|kb|kib|mb|mib|gb|gib|tb|tib)\s*$", re.IGNORECASE)
+
+
+_MIN_MEMORY = 64e6  # DuckDB refuses less than it already holds, and an audit needs room for its buffers
+
+
+def _memory_limit(value: str | None) -> str | None:
+    """--memory-limit as DuckDB takes it: a positive size with a unit (350MB, 2GB, 1.5GiB)."""
+    if value is None:
+        return None
+    m = _SIZE.match(str(value))
+    if not m or float(m.group(1)) <= 0:
+        raise UserError(f"--memory-limit {value!r}: not a size; give a positive number with a unit, "
+                        "e.g. 350MB or 2GB")
+    unit = m.group(2).lower().rstrip("s")
+    scale = {"b": 1, "byte": 1, "kb": 1e3, "kib": 2**10, "mb": 1e6, "mib": 2**20, "gb": 1e9, "gib": 2**30,
+             "tb": 1e12, "tib": 2**40}[unit]
+    if float(m.group(1)) * scale < _MIN_MEMORY:
+        raise UserError(f"--memory-limit {value!r}: too small to audit in; give at least 64MB")
+    return f"{m.group(1)}{m.group(2).upper()}"
+
+
+def _store(con, result, db: Path) -> None:
+    """persist, with a failure (a full disk, a read-only folder) named for the DB file."""
+    import duckdb
+
+    from ..audit.engine import persist
+    from ..store import shown
+
+    try:
+        persist(con, result)
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
+    except (duckdb.Error, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UserError(f"{shown(db)}: cannot store the audit ({first}); nothing was stored") from None
 
 
 def _utc(option: str, value: str | None) -> _dt.datetime | None:
@@ -92,32 +143,35 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process."""
     from ..audit.cost import load_prices_file, prefetch
-    from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
+    from ..audit.engine import AuditOptions, cleanup, next_audit_id, run_audit
     from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
-    from ..store import Store
+    from ..store import Store, connect, new_db_file, scratch_dir
+
+    import duckdb
 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
-    if idle_timeout <= 0:
-        raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
+    idle_timeout = _number("--idle-timeout", idle_timeout, low=0, low_open=True, unit="seconds")
+    spor_max = _number("--spor-max", spor_max, low=0, high=1, unit="a share of input tokens, 0 to 1")
+    kv_max_mb = _number("--kv-max-mb", kv_max_mb, low=0, unit="MB")
+    if gpu_hour_price is not None:
+        gpu_hour_price = _number("--gpu-hour-price", gpu_hour_price, low=0, unit="USD per GPU-hour")
+    memory_limit = _memory_limit(memory_limit)
     if not paths:
         raise UserError("give at least one log file")
     paths = expand_paths(paths, exclude=(Path(db), Path(str(db) + ".wal")))  # folders and quoted globs
     window = _utc("--since", since), _utc("--until", until)
     if window[0] and window[1] and window[0] >= window[1]:
         raise UserError(f"--since {since} is not before --until {until}")
-    if gpu_hour_price is not None and not gpu_hour_price >= 0:
-        raise UserError(f"--gpu-hour-price {gpu_hour_price}: must be >= 0 (USD per GPU-hour)")
     tok = load_tokenizer(tokenizer) if tokenizer else None
     book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
     opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
                         memory_limit=memory_limit, price_book=book, gpu_hour_price=gpu_hour_price)
-    import duckdb
 
     # Check every file (exists, readable, a format we know) before the DB is even opened.
-    probe = duckdb.connect()
+    probe = connect()
     try:
         opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
                          json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
@@ -125,30 +179,35 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
             detect(probe, Path(p), fmt)
     finally:
         probe.close()
-    created = not Path(db).exists()
     prefetch()
-    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-")  # outlives the DB connection: see workdir
-    opts.workdir = work.name
     opts.since, opts.until = window
-    try:
-        with work, Store(db) as store, _progress(len(paths), progress, store.con) as opts.on_file:
-            con = store.con
-            pricing = kv_pricing(model, con)
-            memory = memory_from_db(con, model)
-            audit_id = next_audit_id(con)
-            try:
-                result = run_audit(con, paths, opts, audit_id=audit_id, run_id=None, model=model,
-                                   pricing=pricing, memory=memory, tokenizer=tok, strict=strict)
-                persist(con, result)
-                unnamed = con.execute("SELECT count(*) FROM temp.main.token_calls "  # this audit's, still in temp
-                                      "WHERE starts_with(session_id, '(no session) ')").fetchone()[0]
-            finally:
-                cleanup(con)
-    except BaseException:
-        if created:  # a failed audit leaves no trace, not even an empty DB file
-            for leftover in (Path(db), Path(str(db) + ".wal")):
-                leftover.unlink(missing_ok=True)
-        raise
+    # A new DB file is written under a temporary name beside it and linked into place only when the audit
+    # is stored: a failed or killed audit leaves no DB file, and two audits creating the same file never
+    # remove each other's (the one that finishes second says so and stores nothing).
+    target = new_db_file(db) if not Path(db).exists() else contextlib.nullcontext(Path(db))
+    with target as path:
+        # The scratch folder (spilled blocks, normalised copies) outlives the DB connection: see workdir. Its
+        # name carries our PID, so the next audit removes it if this one is killed.
+        work = scratch_dir("audit")
+        opts.workdir = str(work)
+        try:
+            with Store(path) as store, _progress(len(paths), progress, store.con) as opts.on_file:
+                con = store.con
+                pricing = kv_pricing(model, con)
+                memory = memory_from_db(con, model)
+                audit_id = next_audit_id(con)
+                try:
+                    result = run_audit(con, paths, opts, audit_id=audit_id, run_id=None, model=model,
+                                       pricing=pricing, memory=memory, tokenizer=tok, strict=strict)
+                    _store(con, result, db)
+                    unnamed = con.execute("SELECT count(*) FROM temp.main.token_calls "  # this audit's, in temp
+                                          "WHERE starts_with(session_id, '(no session) ')").fetchone()[0]
+                finally:
+                    cleanup(con)
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     s = result.summary
     echo(f"{audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} file(s) "
          f"({s['format']}) -> {db}")
