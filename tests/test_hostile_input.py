@@ -72,7 +72,14 @@ def test_a_line_too_long_to_audit_is_one_reject_naming_its_size(tmp_path):
     assert s["n_calls"] == 4 and s["n_rejects"] == 1
     (line, reason), = _rejects(tmp_path)
     size = len(_call(2, 5 << 20))
-    assert line == 3 and f"line of {size:,} bytes" in reason and "--memory-limit" in reason
+    assert line == 3 and f"line of {size:,} bytes is longer than the {int(128e6 / 48):,} bytes" in reason
+    assert "--memory-limit" in reason
+
+
+def test_a_last_line_over_the_readers_buffer_is_not_silently_dropped(tmp_path):
+    """DuckDB's reader with its default line size drops a last line of 32 MB or more without a word."""
+    s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", [0] * 4 + [33 << 20])], memory_limit="2GB")
+    assert s["n_calls"] == 5 and s["n_rejects"] == 0
 
 
 def test_many_long_lines_that_do_not_fit_together_are_rejects_and_the_rest_survives(tmp_path):
