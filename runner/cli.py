@@ -62,7 +62,7 @@ def _plain_error(exc: Exception) -> str | None:
         where = f"{shown(exc.filename)}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
     if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and \
-            type(exc).__name__ in ("IOException", "OutOfMemoryException", "PermissionException"):
+            type(exc).__name__ in ("IOException", "OutOfMemoryException", "PermissionException", "FatalException"):
         lines = str(exc).strip().splitlines()
         return shown(lines[0] if lines else type(exc).__name__, 400)
     return None

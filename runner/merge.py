@@ -56,6 +56,10 @@ def merge(inputs: list[Path], into: Path) -> list[MergeReport]:
                         reports.append(_merge_one(out, Path(p), Path(current)))
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
+        except UserError as exc:
+            if path == into:
+                raise
+            raise type(exc)(str(exc).replace(str(path), str(into))) from None  # name the user's file, not ours
         except (duckdb.Error, OSError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(f"{shown(into)}: cannot write the merged DB ({first}); "

@@ -338,6 +338,10 @@ class Store:
                     con.close()
         except DBAppeared:
             pass  # another process made it first: open theirs
+        except Exception as exc:  # noqa: BLE001 - duckdb's errors (a full disk): one line naming the file
+            if isinstance(exc, UserError) or type(exc).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+                raise
+            raise StoreError(f"{shown(self.path)}: cannot create the DB file ({_first_line(exc)})") from None
 
     def _check_magic(self) -> None:
         """A file that is not DuckDB's is named for what it is, before DuckDB guesses (it would hand a

@@ -206,6 +206,10 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
                     cleanup(con)
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
+        except UserError as exc:
+            if path == Path(db):
+                raise
+            raise type(exc)(str(exc).replace(str(path), str(db))) from None  # name the user's file, not ours
         finally:
             shutil.rmtree(work, ignore_errors=True)
     s = result.summary
