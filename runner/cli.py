@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         if os.environ.get("KVREPORT_DEBUG"):
             raise
-        if type(exc).__name__ == "InterruptException":  # DuckDB's Ctrl-C: the same as Python's
+        if type(exc).__name__ == "InterruptException" or str(exc).strip() == "Query interrupted":
+            # DuckDB's Ctrl-C (some of its calls raise it as a plain RuntimeError): the same as Python's
             typer.secho("interrupted", fg="yellow", err=True)
             sys.exit(130)
         plain = _plain_error(exc)

@@ -216,6 +216,8 @@ def apply_steps(con, from_version: int) -> int:
             try:
                 con.execute(stmt)
             except Exception as exc:  # noqa: BLE001 - a broken step names its file
+                if type(exc).__name__ == "InterruptException":  # Ctrl-C, not a broken step
+                    raise KeyboardInterrupt from None
                 raise StoreError(f"runner/schema/{step.name}: {str(exc).splitlines()[0]}") from None
         version = step.version
     con.execute("INSERT OR REPLACE INTO kvreport_meta VALUES ('schema_version', ?)", [str(version)])
