@@ -329,6 +329,7 @@ class Store:
     def _create(self) -> None:
         """A new DB file appears whole (every schema step applied) or not at all, and two processes
         creating the same path never remove each other's file (new_db_file)."""
+        tmp = None
         try:
             with new_db_file(self.path) as tmp:
                 con = connect(tmp)
@@ -343,7 +344,8 @@ class Store:
         except Exception as exc:  # noqa: BLE001 - duckdb's errors (a full disk): one line naming the file
             if isinstance(exc, UserError) or type(exc).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
                 raise
-            raise StoreError(f"{shown(self.path)}: cannot create the DB file ({_first_line(exc)})") from None
+            why = _first_line(exc).replace(str(tmp), str(self.path)) if tmp else _first_line(exc)
+            raise StoreError(f"{shown(self.path)}: cannot create the DB file ({why})") from None
 
     def _check_magic(self) -> None:
         """A file that is not DuckDB's is named for what it is, before DuckDB guesses (it would hand a

@@ -69,10 +69,13 @@ def test_a_db_file_appearing_meanwhile_is_not_replaced(tmp_path):
     assert target.read_bytes() == b"theirs" and sorted(p.name for p in tmp_path.iterdir()) == ["x.duckdb"]
 
 
-def test_audit_onto_a_full_disk_is_one_line_and_leaves_no_db(tmp_path):
-    with tiny_disk(tmp_path / "disk", "300k") as disk:
-        err = _one_clear_line(_cli("audit", LOG, "--db", disk / "a.duckdb"))
-        assert "a.duckdb" in err and ("No space left on device" in err or "space" in err.lower()), err
+@pytest.mark.parametrize("room", ["300k", "1200k"])  # no room for the empty DB / room for it, not the audit
+def test_audit_onto_a_full_disk_is_one_line_and_leaves_no_db(tmp_path, room):
+    log = _big_log(tmp_path / "big.jsonl", 30_000)
+    with tiny_disk(tmp_path / "disk", room) as disk:
+        err = _one_clear_line(_cli("audit", log, "--db", disk / "a.duckdb"))
+        assert "a.duckdb" in err and "No space left on device" in err, err
+        assert "kvreport-new" not in err and "rollback" not in err.lower(), err
         assert list(disk.iterdir()) == []
 
 
@@ -98,8 +101,8 @@ def test_migrate_on_a_full_disk_leaves_no_partial_backup(tmp_path):
 
 def test_merge_into_a_new_file_on_a_full_disk_leaves_no_output(tmp_path):
     src = tmp_path / "src.duckdb"
-    assert _cli("audit", LOG, "--db", src).returncode == 0
-    with tiny_disk(tmp_path / "disk", "300k") as disk:
+    assert _cli("audit", _big_log(tmp_path / "big.jsonl", 30_000), "--db", src).returncode == 0
+    with tiny_disk(tmp_path / "disk", "1200k") as disk:  # room for an empty DB, not for the merged rows
         err = _one_clear_line(_cli("merge", src, "--into", disk / "m.duckdb"))
         assert "m.duckdb" in err, err
         assert list(disk.iterdir()) == []
