@@ -277,6 +277,11 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+def is_damage(exc: BaseException) -> bool:
+    """A DuckDB error that says the DB file itself is damaged (a block that fails its checksum)."""
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and "corrupt database file" in str(exc).lower()
+
+
 def _open_problem(exc: BaseException) -> str:
     """Why DuckDB could not open a file, in words (its lock message, its damaged-header message)."""
     msg = _first_line(exc)
@@ -503,6 +508,9 @@ class Store:
                 try:
                     self.con.execute(f"COPY (SELECT {columns} FROM {table} ORDER BY ALL) TO '{target}' {opts}")
                 except Exception as exc:  # noqa: BLE001 - a full disk or a vanished folder: name the output
+                    if is_damage(exc):  # the DB is at fault, not the output
+                        raise StoreError(f"{shown(self.path)}: the DB file is damaged ({_first_line(exc)}); "
+                                         "nothing was exported") from None
                     raise UserError(f"{shown(out)}: cannot write {table}.{fmt} ({_first_line(exc)}); "
                                     "nothing was exported") from None
                 staged.append(path)

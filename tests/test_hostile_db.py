@@ -169,3 +169,28 @@ def test_an_interrupted_audit_exits_with_its_code_and_leaves_nothing(tmp_path, s
     assert "Traceback" not in err
     assert not db.exists() and list(tmp.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "tmp"]
+
+
+def test_damaged_data_blocks_are_one_line_naming_the_db(tmp_path):
+    """A block that fails its checksum shows only when a query reads it: whichever command meets it says the
+    DB file is damaged, naming it, and leaves no output."""
+    fixture = ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb"
+    size = fixture.stat().st_size
+    met = 0
+    for frac in (0.6, 0.8, 0.95):
+        db = tmp_path / f"d{frac}.duckdb"
+        data = bytearray(fixture.read_bytes())
+        off = int(size * frac) // 4096 * 4096 + 100
+        data[off:off + 64] = bytes(range(64))
+        db.write_bytes(bytes(data))
+        for args in (["findings", "--db", db], ["build", "--db", db, "--out", tmp_path / f"s{frac}"],
+                     ["export", "--db", db, "--out", tmp_path / f"e{frac}"]):
+            r = _cli(*args)
+            if r.returncode == 0:
+                continue
+            err = _one_clear_line(r)
+            assert str(db) in err and "damaged" in err, err
+            met += 1
+    assert met >= 3
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("s", ".kvreport"))]
+    assert all(not list(p.iterdir()) for p in tmp_path.glob("e*"))

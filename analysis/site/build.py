@@ -16,10 +16,22 @@ from .swap import check_out, staging, swap_in
 def build_site(db: Path, out: Path) -> list[str]:
     """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
     keeps its previous contents."""
-    from kvreport.runner.store import Store, connect
+    from kvreport.runner.store import is_damage, shown
 
     db, out = Path(db), Path(out)
     check_out(out)  # before anything is read: a folder that is not ours is never written
+    try:
+        return _build(db, out)
+    except Exception as exc:  # noqa: BLE001 - a damaged block shows only when a query reads it
+        if not is_damage(exc):
+            raise
+        raise BuildError(f"{shown(db)}: the DB file is damaged ({str(exc).strip().splitlines()[0]}); "
+                         f"{out} was not changed") from None
+
+
+def _build(db: Path, out: Path) -> list[str]:
+    from kvreport.runner.store import Store, connect
+
     with Store(db, read_only=True, allow_older=True) as store:
         file_schema = store.schema_version()
     with current_db(db) as path:
