@@ -8,7 +8,6 @@ import csv
 import hashlib
 import io
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
