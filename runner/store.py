@@ -306,15 +306,15 @@ class Store:
         self.allow_older = allow_older  # read-only check of an older file (for current_schema_copy)
         self.backup: Path | None = None  # set when opening migrated the file
         if read_only and not self.path.exists():
-            raise StoreError(f"{self.path}: no such DB file (run `kvreport run --db {self.path}` first)")
+            raise StoreError(f"{shown(self.path)}: no such DB file (run `kvreport run --db {self.path}` first)")
         if not read_only:
             parent = self.path.parent if str(self.path.parent) else Path(".")
             if not parent.exists():
-                raise StoreError(f"{self.path}: folder {parent} does not exist")
+                raise StoreError(f"{shown(self.path)}: folder {parent} does not exist")
             if not parent.is_dir():
-                raise StoreError(f"{self.path}: {parent} is a file, not a folder")
+                raise StoreError(f"{shown(self.path)}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
-                raise StoreError(f"{self.path}: cannot write here (permission denied)")
+                raise StoreError(f"{shown(self.path)}: cannot write here (permission denied)")
         if not read_only and not self.path.exists():
             self._create()
         self._check_magic()
@@ -383,21 +383,21 @@ class Store:
         existing = self._existing_tables()
         if "kvreport_meta" not in existing:
             if existing:
-                raise StoreError(f"{self.path}: a DuckDB file, but not a kvreport DB "
+                raise StoreError(f"{shown(self.path)}: a DuckDB file, but not a kvreport DB "
                                  f"(it has tables {', '.join(sorted(existing)[:5])} and no kvreport_meta)")
             if self.read_only:
-                raise StoreError(f"{self.path}: empty DB; run `kvreport run --db {self.path}` first")
+                raise StoreError(f"{shown(self.path)}: empty DB; run `kvreport run --db {self.path}` first")
             self._migrate(0)
             return
         version = self.schema_version()
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: written by a newer kvreport (schema {version}; this one reads up "
+            raise StoreError(f"{shown(self.path)}: written by a newer kvreport (schema {version}; this one reads up "
                              f"to {SCHEMA_VERSION}); upgrade kvreport")
         if version < SCHEMA_VERSION:
             if self.read_only and self.allow_older:
                 return
             if self.read_only:
-                raise StoreError(f"{self.path}: schema {version} is older than {SCHEMA_VERSION}; run "
+                raise StoreError(f"{shown(self.path)}: schema {version} is older than {SCHEMA_VERSION}; run "
                                  f"`kvreport migrate {self.path}` to upgrade it (a backup is kept)")
             self._backup(version)
             self._migrate(version)
