@@ -583,9 +583,10 @@ def _csv_records(path: Path, tmpdir: str) -> Path:
                 rows, note = [[]], f"not a CSV record ({exc})"
             else:
                 note = None
-            # A record that spans lines is believed only when it has the header's fields: a stray quote
-            # would otherwise swallow the records that follow it into one cell.
-            if quotes % 2 or (len(used) > 1 and (len(rows) != 1 or len(rows[0]) != width)):
+            # A record that spans lines is not believed when a line inside its quoted cell is itself a whole
+            # record (the header's number of fields, no quote): that is a stray quote swallowing the records
+            # after it into one cell.
+            if quotes % 2 or any('"' not in inner and inner.count(",") == width - 1 for inner in used[1:-1]):
                 write(dumps({"l": line_no, "b": False, "v": [None] * len(order), "x": False,
                              "q": "a quoted cell opens on this line and does not close where a record could end "
                                   "(unterminated quote); the lines after it are read as records of their own"})
