@@ -1,7 +1,9 @@
 """`kvreport` command line. One command per module in runner/commands/; this file only wires them."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 
 from typing import Annotated
@@ -43,9 +45,34 @@ def _click_exception_class() -> type:
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so every `finally` runs (scratch folders removed, transactions rolled back)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _plain_error(exc: Exception) -> str | None:
+    """The environment's faults as one line naming the file and the cause: a full disk, a read-only or
+    vanished folder, a file name too long (shortened, not echoed whole). None for anything else."""
+    from .store import shown
+
+    if isinstance(exc, OSError):
+        where = f"{shown(exc.filename)}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and \
+            type(exc).__name__ in ("IOException", "OutOfMemoryException", "PermissionException", "FatalException"):
+        lines = str(exc).strip().splitlines()
+        return shown(lines[0] if lines else type(exc).__name__, 400)
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with contextlib.suppress(ValueError):  # not the main thread (an embedding program): leave it be
+        signal.signal(signal.SIGTERM, _on_sigterm)
     _register()
     try:
         # Not standalone, so our handlers below see errors; typer then *returns* exit codes (Ctrl-C: 130).
@@ -60,6 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.secho("interrupted", fg="yellow", err=True)
         sys.exit(130)
+    except Terminated:
+        typer.secho("terminated", fg="yellow", err=True)
+        sys.exit(143)
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - click usage errors and anything unforeseen
@@ -70,6 +100,14 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         if os.environ.get("KVREPORT_DEBUG"):
             raise
+        if type(exc).__name__ == "InterruptException" or str(exc).strip() == "Query interrupted":
+            # DuckDB's Ctrl-C (some of its calls raise it as a plain RuntimeError): the same as Python's
+            typer.secho("interrupted", fg="yellow", err=True)
+            sys.exit(130)
+        plain = _plain_error(exc)
+        if plain:
+            typer.secho(f"error: {plain}", fg="red", err=True)
+            sys.exit(1)
         typer.secho(f"internal error: {type(exc).__name__}: {exc} (set KVREPORT_DEBUG=1 for a traceback)",
                     fg="red", err=True)
         sys.exit(1)

@@ -9,12 +9,14 @@ Everything one input brings is written in one transaction.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .store import Store, current_schema_copy, table_columns
+from .store import Store, current_schema_copy, new_db_file, shown, table_columns, transaction
 
 _DEMO_AUDIT = re.compile(r"^run-(\d+)-(.+)$")  # audits inside a run are named after its run_id
 
@@ -33,17 +35,36 @@ def merge(inputs: list[Path], into: Path) -> list[MergeReport]:
         raise UserError("give at least one DB file to merge")
     into = Path(into)
     for p in inputs:
-        if Path(p).resolve() == into.resolve():
+        if os.path.realpath(p) == os.path.realpath(into):  # realpath: a symlink loop is no crash
             raise UserError(f"{p}: is also the --into file; merge into a new or another file")
+    import duckdb
+
     reports = []
     # Check every input first (exists, a kvreport DB, not newer): a bad one fails before OUT is touched.
     for p in inputs:
         with current_schema_copy(p):
             pass
-    with Store(into) as out:
-        for p in inputs:
-            with current_schema_copy(p) as current:
-                reports.append(_merge_one(out, Path(p), Path(current)))
+    # A new output is written under a temporary name and linked into place only when every input is in:
+    # a failure (a full disk) leaves no empty or partial file. An existing output takes each input in one
+    # transaction.
+    target = new_db_file(into) if not into.exists() else contextlib.nullcontext(into)
+    with target as path:
+        try:
+            with Store(path) as out:
+                for p in inputs:
+                    with current_schema_copy(p) as current:
+                        reports.append(_merge_one(out, Path(p), Path(current)))
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        except UserError as exc:
+            if path == into:
+                raise
+            raise type(exc)(str(exc).replace(str(path), str(into))) from None  # name the user's file, not ours
+        except (duckdb.Error, OSError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(f"{shown(into)}: cannot write the merged DB ({first}); "
+                            + ("nothing was written" if path != into else "the input being merged was not added")) \
+                from None
     return reports
 
 
@@ -51,13 +72,8 @@ def _merge_one(out: Store, source: Path, current: Path) -> MergeReport:
     con = out.con
     con.execute("ATTACH ? AS src (READ_ONLY)", [str(current)])
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             report = _copy(con, source)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         con.execute("DETACH src")
     return report

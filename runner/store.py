@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import os
 import re
 import shutil
@@ -38,6 +39,138 @@ STORAGE_ONLY = ("token_call_rows", "token_call_labels")
 
 class StoreError(UserError):
     """A DB file that cannot be used; the message names the file and the problem."""
+
+
+# Every DuckDB connection kvreport opens goes through `connect`: extensions are never installed or loaded
+# behind our back (a SQLite file as --db would otherwise make DuckDB fetch sqlite_scanner over HTTP).
+NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB file
+
+
+def connect(path: str | os.PathLike = ":memory:", read_only: bool = False):
+    """A DuckDB connection that never installs or loads an extension by itself."""
+    import duckdb
+
+    return duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
+
+
+def shown(path, limit: int = 160) -> str:
+    """A path as it appears in a message: whole unless absurdly long (a 100 kB argument is not echoed)."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]} ({len(text):,} characters)"
+
+
+# --- scratch files: named with their owner's PID, so the next start can remove what a killed one left ---
+SCRATCH_PREFIX = "kvreport-"
+
+
+def scratch_dir(kind: str, parent: str | os.PathLike | None = None, hidden: bool = False) -> Path:
+    """A new folder `[.]kvreport-KIND-PID-XXXX` in `parent` (default: the temp folder). Stale ones of the
+    same kind (their PID no longer runs) are removed first: a process killed with -9 cleans nothing up."""
+    parent = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+    prefix = ("." if hidden else "") + f"{SCRATCH_PREFIX}{kind}-"
+    clean_stale(parent, prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def clean_stale(parent: Path, prefix: str) -> None:
+    """Remove `prefix` + PID + '-' ... entries in `parent` that provably belong to a dead kvreport process of
+    this user: the name carries the PID, the PID no longer runs, and the entry is ours (same owner)."""
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-[A-Za-z0-9_]+(\.duckdb(\.wal)?)?$")
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if not m or _pid_alive(int(m.group(1))):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid() or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def rollback_quietly(con) -> None:
+    """ROLLBACK after a failed statement or COMMIT. A failed COMMIT has already ended the transaction, and
+    ROLLBACK's own "no transaction is active" must not replace the error that matters (disk full, ...)."""
+    try:
+        con.execute("ROLLBACK")
+    except Exception:  # noqa: BLE001 - the original error is the one raised
+        pass
+
+
+@contextlib.contextmanager
+def transaction(con) -> Iterator[None]:
+    """BEGIN ... COMMIT, rolled back (quietly: see rollback_quietly) if anything in it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        rollback_quietly(con)
+        raise
+
+
+class DBAppeared(StoreError):
+    """The DB file did not exist when we began creating it, and does now: another process made it."""
+
+
+@contextlib.contextmanager
+def new_db_file(path: str | os.PathLike) -> Iterator[Path]:
+    """Create the DB file `path` atomically: the caller fills the yielded temporary file beside it (and
+    closes it); on success it is linked into place only if `path` still does not exist (os.link never
+    replaces), else StoreError. On any failure only the temporary file, ours, is removed: a file at `path`
+    that another process made meanwhile is never touched."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise StoreError(f"{shown(path)}: folder {shown(parent)} does not exist" if not parent.exists()
+                         else f"{shown(path)}: {shown(parent)} is a file, not a folder")
+    prefix = f".{SCRATCH_PREFIX}new-"
+    clean_stale(parent, prefix)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".duckdb", dir=parent)
+    except OSError as exc:
+        raise StoreError(f"{shown(path)}: cannot create the DB file ({exc.strerror or exc})") from None
+    os.close(fd)
+    tmp = Path(tmp_name)
+    tmp.unlink()  # DuckDB makes the file itself (an empty file is not a DB); the name stays ours by its PID
+    try:
+        yield tmp
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise DBAppeared(f"{shown(path)}: another process created this DB file while this one worked; "
+                             "nothing was stored (run again: it adds to that file)") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+                raise StoreError(f"{shown(path)}: cannot create the DB file ({exc.strerror or exc})") from None
+            if path.exists():  # a file system without hard links: the narrowest check-then-rename there is
+                raise DBAppeared(f"{shown(path)}: another process created this DB file while this one "
+                                 "worked; nothing was stored") from None
+            os.rename(tmp, path)
+    finally:
+        for mine in (tmp, Path(str(tmp) + ".wal")):
+            with contextlib.suppress(OSError):
+                mine.unlink()
 
 
 @dataclass(frozen=True)
@@ -83,6 +216,8 @@ def apply_steps(con, from_version: int) -> int:
             try:
                 con.execute(stmt)
             except Exception as exc:  # noqa: BLE001 - a broken step names its file
+                if type(exc).__name__ == "InterruptException":  # Ctrl-C, not a broken step
+                    raise KeyboardInterrupt from None
                 raise StoreError(f"runner/schema/{step.name}: {str(exc).splitlines()[0]}") from None
         version = step.version
     con.execute("INSERT OR REPLACE INTO kvreport_meta VALUES ('schema_version', ?)", [str(version)])
@@ -105,6 +240,59 @@ def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
+# --- spreadsheet-safe CSV cells (OWASP "CSV injection"): a text cell a spreadsheet would run as a formula
+# gets a leading single quote; control bytes (a NUL, a BEL) are written as \xNN. Numbers stay numbers: only
+# text is touched, and text that is a plain number ("-5", "+1.5e3") is left as it is.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_CONTROL_BYTES = [c for c in range(32) if chr(c) not in "\t\n\r"] + [127]
+_CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c in _CONTROL_BYTES) + "]")
+
+
+def csv_safe_text(text: str) -> str:
+    """One text cell as a spreadsheet may open it without running anything."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.match(text):
+        return "'" + text
+    return text
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def csv_safe_sql(column: str) -> str:
+    """csv_safe_text as a DuckDB expression on a VARCHAR column, named as the column."""
+    col = _quoted(column)
+    escaped = col
+    for c in _CONTROL_BYTES:
+        escaped = f"replace({escaped}, chr({c}), '\\x{c:02x}')"
+    formula = "regexp_matches(" + col + ", '^[=+@\\-' || chr(9) || chr(13) || ']')"
+    number = "regexp_matches(" + col + ", '" + _PLAIN_NUMBER.pattern + "')"
+    return f"CASE WHEN {formula} AND NOT {number} THEN chr(39) || {escaped} ELSE {escaped} END AS {col}"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A DuckDB error that says the DB file itself is damaged (a block that fails its checksum)."""
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and "corrupt database file" in str(exc).lower()
+
+
+def _open_problem(exc: BaseException) -> str:
+    """Why DuckDB could not open a file, in words (its lock message, its damaged-header message)."""
+    msg = _first_line(exc)
+    low = msg.lower()
+    if "could not set lock" in low or "conflicting lock" in low:
+        return f"the DB is in use by another process ({msg})"
+    if "permission denied" in low:
+        return f"permission denied ({msg})"
+    return f"not a usable DuckDB file: damaged, or written by an incompatible DuckDB ({msg})"
+
+
 def backup_path(path: Path, version: int) -> Path:
     return path.with_name(f"{path.name}.schema{version}.bak")
 
@@ -118,23 +306,71 @@ class Store:
         self.allow_older = allow_older  # read-only check of an older file (for current_schema_copy)
         self.backup: Path | None = None  # set when opening migrated the file
         if read_only and not self.path.exists():
-            raise StoreError(f"{self.path}: no such DB file (run `kvreport run --db {self.path}` first)")
+            raise StoreError(f"{shown(self.path)}: no such DB file (run `kvreport run --db {self.path}` first)")
         if not read_only:
             parent = self.path.parent if str(self.path.parent) else Path(".")
             if not parent.exists():
-                raise StoreError(f"{self.path}: folder {parent} does not exist")
+                raise StoreError(f"{shown(self.path)}: folder {parent} does not exist")
             if not parent.is_dir():
-                raise StoreError(f"{self.path}: {parent} is a file, not a folder")
+                raise StoreError(f"{shown(self.path)}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
-                raise StoreError(f"{self.path}: cannot write here (permission denied)")
+                raise StoreError(f"{shown(self.path)}: cannot write here (permission denied)")
+        if not read_only and not self.path.exists():
+            self._create()
+        self._check_magic()
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            self.con = connect(self.path, read_only=read_only)
         except duckdb.Error as exc:
-            msg = str(exc).splitlines()[0]
-            if "lock" in msg.lower():
-                raise StoreError(f"{self.path}: the DB is in use by another process ({msg})") from None
-            raise StoreError(f"{self.path}: not a DuckDB file or cannot be opened ({msg})") from None
-        self._check_and_migrate()
+            raise StoreError(f"{shown(self.path)}: {_open_problem(exc)}") from None
+        try:
+            self._check_and_migrate()
+        except duckdb.Error as exc:  # a damaged block shows only when a table is read
+            self.con.close()
+            raise StoreError(f"{shown(self.path)}: the DB file is damaged ({_first_line(exc)})") from None
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _create(self) -> None:
+        """A new DB file appears whole (every schema step applied) or not at all, and two processes
+        creating the same path never remove each other's file (new_db_file)."""
+        tmp = None
+        try:
+            with new_db_file(self.path) as tmp:
+                con = connect(tmp)
+                try:
+                    with transaction(con):
+                        apply_steps(con, 0)
+                    con.execute("CHECKPOINT")
+                finally:
+                    con.close()
+        except DBAppeared:
+            pass  # another process made it first: open theirs
+        except Exception as exc:  # noqa: BLE001 - duckdb's errors (a full disk): one line naming the file
+            if isinstance(exc, UserError) or type(exc).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+                raise
+            why = _first_line(exc).replace(str(tmp), str(self.path)) if tmp else _first_line(exc)
+            raise StoreError(f"{shown(self.path)}: cannot create the DB file ({why})") from None
+
+    def _check_magic(self) -> None:
+        """A file that is not DuckDB's is named for what it is, before DuckDB guesses (it would hand a
+        SQLite file to an extension)."""
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(16)
+        except FileNotFoundError:
+            return
+        except IsADirectoryError:
+            raise StoreError(f"{shown(self.path)}: is a folder, not a DB file") from None
+        except OSError as exc:
+            raise StoreError(f"{shown(self.path)}: cannot read the DB file ({exc.strerror or exc})") from None
+        if not head:
+            raise StoreError(f"{shown(self.path)}: an empty file, not a DuckDB file (remove it, or give another "
+                             "--db path, and kvreport creates the DB)")
+        if head.startswith(b"SQLite format 3"):
+            raise StoreError(f"{shown(self.path)}: a SQLite database, not a kvreport (DuckDB) file")
+        if head[8:12] != _DUCKDB_MAGIC:
+            raise StoreError(f"{shown(self.path)}: not a DuckDB file (no DuckDB header)")
 
     # --- schema -------------------------------------------------------------------------------
     def _existing_tables(self) -> set[str]:
@@ -147,21 +383,21 @@ class Store:
         existing = self._existing_tables()
         if "kvreport_meta" not in existing:
             if existing:
-                raise StoreError(f"{self.path}: a DuckDB file, but not a kvreport DB "
+                raise StoreError(f"{shown(self.path)}: a DuckDB file, but not a kvreport DB "
                                  f"(it has tables {', '.join(sorted(existing)[:5])} and no kvreport_meta)")
             if self.read_only:
-                raise StoreError(f"{self.path}: empty DB; run `kvreport run --db {self.path}` first")
+                raise StoreError(f"{shown(self.path)}: empty DB; run `kvreport run --db {self.path}` first")
             self._migrate(0)
             return
         version = self.schema_version()
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: written by a newer kvreport (schema {version}; this one reads up "
+            raise StoreError(f"{shown(self.path)}: written by a newer kvreport (schema {version}; this one reads up "
                              f"to {SCHEMA_VERSION}); upgrade kvreport")
         if version < SCHEMA_VERSION:
             if self.read_only and self.allow_older:
                 return
             if self.read_only:
-                raise StoreError(f"{self.path}: schema {version} is older than {SCHEMA_VERSION}; run "
+                raise StoreError(f"{shown(self.path)}: schema {version} is older than {SCHEMA_VERSION}; run "
                                  f"`kvreport migrate {self.path}` to upgrade it (a backup is kept)")
             self._backup(version)
             self._migrate(version)
@@ -174,17 +410,22 @@ class Store:
         """A copy of the file as it was, before a migration touches it."""
         self.con.execute("CHECKPOINT")  # fold the WAL into the file so the copy is complete
         target = backup_path(self.path, version)
-        shutil.copyfile(self.path, target)
+        # Copied to a temporary name, then renamed: a full disk leaves no truncated file that looks like a
+        # good backup, only an error.
+        tmp = target.with_name(f".{SCRATCH_PREFIX}bak-{os.getpid()}-{target.name}")
+        try:
+            shutil.copyfile(self.path, tmp)
+            os.replace(tmp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StoreError(f"{shown(target)}: cannot write the backup before migrating "
+                             f"({exc.strerror or exc}); the DB was not changed") from None
         self.backup = target
 
     def _migrate(self, version: int) -> None:
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con):
             apply_steps(self.con, version)
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     # --- runs ---------------------------------------------------------------------------------
     def begin_run(self, meta: dict) -> int:
@@ -208,17 +449,12 @@ class Store:
                           duration_s: float | None = None) -> None:
         """Rows of every table plus the status row, all or nothing."""
         assert status in EXPERIMENT_STATUSES, status
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con):
             for table, rows in (tables or {}).items():
                 self._insert(table, [{"run_id": run_id, **r} for r in rows])
             self._insert("experiments", [{
                 "run_id": run_id, "experiment": experiment, "status": status, "reason": reason,
                 "started_at": started_at, "finished_at": _now(), "duration_s": duration_s}])
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     def _insert(self, table: str, rows: Iterable[dict]) -> None:
         rows = list(rows)
@@ -246,26 +482,45 @@ class Store:
 
     def export_tables(self, out: Path, fmt: str = "csv") -> list[Path]:
         """Every data table (and view) as out/<table>.<fmt>, rows in a stable order (the same DB gives the
-        same bytes)."""
+        same bytes). CSV text cells are spreadsheet-safe (csv_safe_sql). All or nothing: the files are
+        written into a scratch folder inside `out` and renamed into place only when every one is whole."""
         if fmt not in ("csv", "parquet"):
             raise UserError(f"--format {fmt}: expected csv or parquet")
         out = Path(out)
         if out.exists() and not out.is_dir():
-            raise UserError(f"{out}: is a file, not a folder")
+            raise UserError(f"{shown(out)}: is a file, not a folder")
         try:
             out.mkdir(parents=True, exist_ok=True)
+            work = scratch_dir("export", out, hidden=True)
         except OSError as exc:
-            raise UserError(f"{out}: cannot create output folder ({exc.strerror})") from None
+            raise UserError(f"{shown(out)}: cannot create output folder ({exc.strerror or exc})") from None
         opts = "(HEADER, DELIMITER ',')" if fmt == "csv" else "(FORMAT PARQUET)"
-        written = []
-        for table in self.data_tables():
-            path = out / f"{table}.{fmt}"
-            # COPY cannot take a bound parameter for its target, so the path is quoted here; table names
-            # come from the schema files, not from users.
-            target = str(path).replace("'", "''")
-            self.con.execute(f"COPY (SELECT * FROM {table} ORDER BY ALL) TO '{target}' {opts}")
-            written.append(path)
-        return written
+        try:
+            staged = []
+            for table in self.data_tables():
+                path = work / f"{table}.{fmt}"
+                # COPY cannot take a bound parameter for its target, so the path is quoted here; table names
+                # come from the schema files, not from users.
+                target = str(path).replace("'", "''")
+                columns = "*" if fmt != "csv" else ", ".join(
+                    csv_safe_sql(name) if kind == "VARCHAR" else _quoted(name)
+                    for name, kind, *_ in self.con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall())
+                try:
+                    self.con.execute(f"COPY (SELECT {columns} FROM {table} ORDER BY ALL) TO '{target}' {opts}")
+                except Exception as exc:  # noqa: BLE001 - a full disk or a vanished folder: name the output
+                    if is_damage(exc):  # the DB is at fault, not the output
+                        raise StoreError(f"{shown(self.path)}: the DB file is damaged ({_first_line(exc)}); "
+                                         "nothing was exported") from None
+                    raise UserError(f"{shown(out)}: cannot write {table}.{fmt} ({_first_line(exc)}); "
+                                    "nothing was exported") from None
+                staged.append(path)
+            written = []
+            for path in staged:
+                os.replace(path, out / path.name)
+                written.append(out / path.name)
+            return written
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     def close(self) -> None:
         self.con.close()
@@ -285,14 +540,24 @@ def current_schema_copy(path: str | os.PathLike) -> Iterator[Path]:
     if _is_current(path):
         yield path
         return
-    with tempfile.TemporaryDirectory(prefix="kvreport-migrated-") as tmp:
-        copy = Path(tmp) / path.name
-        shutil.copyfile(path, copy)
-        wal = Path(str(path) + ".wal")
-        if wal.exists():
-            shutil.copyfile(wal, Path(str(copy) + ".wal"))
-        Store(copy).close()  # migrates the copy (its backup lands in tmp too)
+    tmp = scratch_dir("migrated")
+    try:
+        copy = tmp / "kvreport.duckdb"  # not the file's own name: it may be too long or odd
+        try:
+            shutil.copyfile(path, copy)
+            wal = Path(str(path) + ".wal")
+            if wal.exists():
+                shutil.copyfile(wal, Path(str(copy) + ".wal"))
+        except OSError as exc:
+            raise StoreError(f"{shown(path)}: cannot copy it to migrate it for reading, in {tmp.parent} "
+                             f"({exc.strerror or exc})") from None
+        try:
+            Store(copy).close()  # migrates the copy (its backup lands in tmp too)
+        except StoreError as exc:
+            raise StoreError(str(exc).replace(str(copy), shown(path))) from None
         yield copy
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _is_current(path: Path) -> bool:

@@ -10,19 +10,28 @@ from .links import check_links
 from .render import environment, pending_pages, render_page
 from .source import current_db
 from .spec import BuildError, SiteInfo
-from .swap import staging, swap_in
+from .swap import check_out, staging, swap_in
 
 
 def build_site(db: Path, out: Path) -> list[str]:
     """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
     keeps its previous contents."""
-    import duckdb
-
-    from kvreport.runner.store import Store
+    from kvreport.runner.store import is_damage, shown
 
     db, out = Path(db), Path(out)
-    if out.exists() and not out.is_dir():
-        raise BuildError(f"--out {out}: is a file; name a folder for the site")
+    check_out(out)  # before anything is read: a folder that is not ours is never written
+    try:
+        return _build(db, out)
+    except Exception as exc:  # noqa: BLE001 - a damaged block shows only when a query reads it
+        if not is_damage(exc):
+            raise
+        raise BuildError(f"{shown(db)}: the DB file is damaged ({str(exc).strip().splitlines()[0]}); "
+                         f"{out} was not changed") from None
+
+
+def _build(db: Path, out: Path) -> list[str]:
+    from kvreport.runner.store import Store, connect
+
     with Store(db, read_only=True, allow_older=True) as store:
         file_schema = store.schema_version()
     with current_db(db) as path:
@@ -36,7 +45,7 @@ def build_site(db: Path, out: Path) -> list[str]:
             site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
                             shown=ShownCsvs(), file_schema=file_schema, schema=schema)
             copy_assets(tmp)
-            con = duckdb.connect(str(path), read_only=True)
+            con = connect(path, read_only=True)
             try:
                 written = _render_all(con, tmp, site)
             finally:

@@ -12,6 +12,8 @@ from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
+from kvreport.runner.store import csv_safe_text
+
 from .formats import slugify
 from .spec import BuildError
 
@@ -35,7 +37,9 @@ def csv_value(v) -> str:
         return v.isoformat()
     if isinstance(v, Decimal):
         return str(v)
-    return str(v)
+    if isinstance(v, (int, float)):
+        return str(v)
+    return csv_safe_text(str(v))  # a text cell never runs as a spreadsheet formula
 
 
 def rows_to_csv(rows: list[dict], columns: list[str] | None = None) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UserError
+from ..store import rollback_quietly
 from . import cost, prompt_bloat
 from .ingest import Keys, Source, describe_sources, detect, ingest
 from .pricing import Memory, Pricing
@@ -350,7 +351,7 @@ def persist(con, result: AuditResult) -> None:
             con.execute(f"INSERT INTO {catalog}.main.{name} BY NAME {sql}", _params(sql, ids))
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback_quietly(con)  # a failed COMMIT (disk full) ended the transaction: its error is the one to show
         raise
     finally:
         con.execute("RESET preserve_insertion_order")

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import math
+import re
+import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +27,55 @@ def _mb(v) -> str:
 
 def _pct(v) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _number(option: str, value: float, low: float, high: float | None = None, low_open: bool = False,
+            unit: str = "") -> float:
+    """A finite option value in range, else a UserError naming the option (nan and inf are not numbers
+    here: a NaN stored in the DB would break every later build)."""
+    ok = math.isfinite(value) and (value > low if low_open else value >= low) and (high is None or value <= high)
+    if not ok:
+        bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+        raise UserError(f"{option} {value}: must be a finite number {bound} ({unit})")
+    return float(value)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|bytes?|kb|kib|mb|mib|gb|gib|tb|tib)\s*$", re.IGNORECASE)
+
+
+_MIN_MEMORY = 64e6  # DuckDB refuses less than it already holds, and an audit needs room for its buffers
+
+
+def _memory_limit(value: str | None) -> str | None:
+    """--memory-limit as DuckDB takes it: a positive size with a unit (350MB, 2GB, 1.5GiB)."""
+    if value is None:
+        return None
+    m = _SIZE.match(str(value))
+    if not m or float(m.group(1)) <= 0:
+        raise UserError(f"--memory-limit {value!r}: not a size; give a positive number with a unit, "
+                        "e.g. 350MB or 2GB")
+    unit = m.group(2).lower().rstrip("s")
+    scale = {"b": 1, "byte": 1, "kb": 1e3, "kib": 2**10, "mb": 1e6, "mib": 2**20, "gb": 1e9, "gib": 2**30,
+             "tb": 1e12, "tib": 2**40}[unit]
+    if float(m.group(1)) * scale < _MIN_MEMORY:
+        raise UserError(f"--memory-limit {value!r}: too small to audit in; give at least 64MB")
+    return f"{m.group(1)}{m.group(2).upper()}"
+
+
+def _store(con, result, db: Path) -> None:
+    """persist, with a failure (a full disk, a read-only folder) named for the DB file."""
+    import duckdb
+
+    from ..audit.engine import persist
+    from ..store import shown
+
+    try:
+        persist(con, result)
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
+    except (duckdb.Error, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UserError(f"{shown(db)}: cannot store the audit ({first}); nothing was stored") from None
 
 
 def _utc(option: str, value: str | None) -> _dt.datetime | None:
@@ -96,24 +147,28 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     benchmark can call it in-process. `ray`: run it as Ray tasks ("local": a Ray of ray_workers CPUs started
     here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
     from ..audit.cost import load_prices_file, prefetch
-    from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
+    from ..audit.engine import AuditOptions, cleanup, next_audit_id, run_audit
     from ..audit.ingest import FORMATS, Keys, detect, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
-    from ..store import Store
+    from ..store import Store, connect, new_db_file, scratch_dir
+
+    import duckdb
 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
-    if idle_timeout <= 0:
-        raise UserError(f"--idle-timeout {idle_timeout}: must be > 0 seconds")
+    idle_timeout = _number("--idle-timeout", idle_timeout, low=0, low_open=True, unit="seconds")
+    spor_max = _number("--spor-max", spor_max, low=0, high=1, unit="a share of input tokens, 0 to 1")
+    kv_max_mb = _number("--kv-max-mb", kv_max_mb, low=0, unit="MB")
+    if gpu_hour_price is not None:
+        gpu_hour_price = _number("--gpu-hour-price", gpu_hour_price, low=0, unit="USD per GPU-hour")
+    memory_limit = _memory_limit(memory_limit)
     if not paths:
         raise UserError("give at least one log file")
     paths = _log_files(paths, db)  # folders, quoted globs, s3:// prefixes and globs
     window = _utc("--since", since), _utc("--until", until)
     if window[0] and window[1] and window[0] >= window[1]:
         raise UserError(f"--since {since} is not before --until {until}")
-    if gpu_hour_price is not None and not gpu_hour_price >= 0:
-        raise UserError(f"--gpu-hour-price {gpu_hour_price}: must be >= 0 (USD per GPU-hour)")
     if ray is not None:
         from ..audit import distributed
 
@@ -125,17 +180,17 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
     opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
                         memory_limit=memory_limit, price_book=book, gpu_hour_price=gpu_hour_price)
-    import duckdb
 
-    # The audit's scratch folder: it outlives the DB connection (see workdir) and holds the copies of s3://
-    # objects (on a Ray cluster in --ray-scratch, where every node reads them).
+    # The scratch folder (spilled blocks, normalised copies, the copies of s3:// objects) outlives the DB
+    # connection: see workdir. Its name carries our PID, so the next audit removes it if this one is killed.
+    # On a Ray cluster it lies in --ray-scratch, where every node reads it.
     if ray and ray_scratch:
         Path(ray_scratch).mkdir(parents=True, exist_ok=True)
-    work = tempfile.TemporaryDirectory(prefix="kvreport-audit-", dir=ray_scratch if ray else None)
+    work = scratch_dir("audit", parent=ray_scratch if ray else None)
     try:
-        paths, origins = _staged(paths, work.name)
+        paths, origins = _staged(paths, str(work))
         # Check every file (exists, readable, a format we know) before the DB is even opened.
-        probe = duckdb.connect()
+        probe = connect()
         try:
             opts.keys = Keys(json_keys(probe, "--session-key", session_keys),
                              json_keys(probe, "--time-key", [] if time_key is None else [time_key]))
@@ -143,35 +198,40 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
                 detect(probe, Path(p), fmt)
         finally:
             probe.close()
-    except BaseException:
-        work.cleanup()
-        raise
-    created = not Path(db).exists()
-    prefetch()
-    opts.workdir = work.name
-    opts.since, opts.until = window
-    try:
-        with work, Store(db) as store, _progress(len(paths), False if ray else progress, store.con) as opts.on_file:
-            con = store.con
-            pricing = kv_pricing(model, con)
-            memory = memory_from_db(con, model)
-            audit_id = next_audit_id(con)
-            args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing, memory=memory, tokenizer=tok,
-                        strict=strict, origins=origins)
+        prefetch()
+        opts.workdir = str(work)
+        opts.since, opts.until = window
+        # A new DB file is written under a temporary name beside it and linked into place only when the audit
+        # is stored: a failed or killed audit leaves no DB file, and two audits creating the same file never
+        # remove each other's (the one that finishes second says so and stores nothing).
+        target = new_db_file(db) if not Path(db).exists() else contextlib.nullcontext(Path(db))
+        with target as path:
             try:
-                if ray is None:
-                    result = run_audit(con, paths, opts, **args)
-                    persist(con, result)
-                else:
-                    result = _ray_audit(con, paths, opts, args, ray, ray_workers, ray_scratch, ray_partitions,
-                                        tokenizer, progress, ray_info)
-            finally:
-                cleanup(con)
-    except BaseException:
-        if created:  # a failed audit leaves no trace, not even an empty DB file
-            for leftover in (Path(db), Path(str(db) + ".wal")):
-                leftover.unlink(missing_ok=True)
-        raise
+                with Store(path) as store, \
+                        _progress(len(paths), False if ray else progress, store.con) as opts.on_file:
+                    con = store.con
+                    pricing = kv_pricing(model, con)
+                    memory = memory_from_db(con, model)
+                    audit_id = next_audit_id(con)
+                    args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing, memory=memory,
+                                tokenizer=tok, strict=strict, origins=origins)
+                    try:
+                        if ray is None:
+                            result = run_audit(con, paths, opts, **args)
+                            _store(con, result, db)
+                        else:
+                            result = _ray_audit(con, paths, opts, args, ray, ray_workers, ray_scratch,
+                                                ray_partitions, tokenizer, progress, ray_info, db)
+                    finally:
+                        cleanup(con)
+            except duckdb.InterruptException:
+                raise KeyboardInterrupt from None
+            except UserError as exc:
+                if path == Path(db):
+                    raise
+                raise type(exc)(str(exc).replace(str(path), str(db))) from None  # name the user's file, not ours
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     s = result.summary
     echo(f"{audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} file(s) "
          f"({s['format']}) -> {db}")
@@ -229,16 +289,15 @@ def _staged(paths: list, folder: str) -> tuple[list[Path], dict[Path, str]]:
 
 
 def _ray_audit(con, paths, opts, args: dict, address: str, workers, scratch, partitions, tokenizer_path, progress,
-               info: dict | None):
+               info: dict | None, db: Path):
     """The audit as Ray tasks (runner/audit/distributed.py), stored in one transaction like the other."""
     from ..audit.distributed import Cluster
-    from ..audit.engine import persist
 
     with _ray_progress(progress) as on_progress, \
             Cluster(address, workers, scratch, partitions, on_progress=on_progress) as cluster:
         result = cluster.run_audit(con, paths, opts, tokenizer_path=tokenizer_path, **args)
         started = time.perf_counter()
-        persist(con, result)  # the calls and rejects come straight from the scratch Parquet, so before it goes
+        _store(con, result, db)  # the calls and rejects come straight from the scratch Parquet, so before it goes
         cluster.run_info.phase_seconds["persist"] = time.perf_counter() - started
     if info is not None:
         info["run"] = cluster.run_info

@@ -14,10 +14,6 @@ def build(
     """Run every query in analysis/ and render the pages into OUT."""
     from kvreport.analysis.site import build_site
 
-    from ..errors import UserError
-
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: is a file; give a folder for the site")
     pages = build_site(db, out)
     typer.echo(f"built {len(pages)} pages into {out}/ (open {out}/index.html)")
 

@@ -10,12 +10,18 @@ import typer
 def headline_rows(db: Path) -> list[dict]:
     from kvreport.analysis.queries import Queries, names_with_prefix
 
-    from ..store import Store, current_schema_copy
+    from ..store import Store, StoreError, current_schema_copy, is_damage, shown
 
     # An older DB is read through a migrated copy, so every headline query finds today's tables.
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
         q = Queries(store.con)
-        rows = [row for name in names_with_prefix("headline_") for row in q(name)]
+        try:
+            rows = [row for name in names_with_prefix("headline_") for row in q(name)]
+        except Exception as exc:  # noqa: BLE001 - a damaged block shows only when a query reads it
+            cause = exc.__cause__ or exc.__context__ or exc
+            if not (is_damage(cause) or "corrupt database file" in str(exc).lower()):
+                raise
+            raise StoreError(f"{shown(db)}: the DB file is damaged ({str(exc).strip().splitlines()[0]})") from None
     return sorted(rows, key=lambda r: (r["run_id"] or 0, r.get("page") or "", r["finding"]))
 
 

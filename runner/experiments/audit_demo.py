@@ -64,20 +64,18 @@ def _relabel(rows: list[dict], folder: str) -> None:
 
 
 def run(ctx: RunContext) -> Result:
-    import duckdb
-
     from ..audit.demo import write_demo
     from ..audit.engine import AuditOptions, fetch, run_audit
     from ..audit.pricing import memory_now
     from ..audit.tokenizer import load_tokenizer
-    from ..store import apply_steps
+    from ..store import apply_steps, connect
 
     pricing = _pricing(ctx)
     memory = memory_now(ctx.device)
     with tempfile.TemporaryDirectory(prefix="kvreport-demo-") as folder:
         ctx.progress("writing the demo logs (article sessions + generated OpenAI/Anthropic chats)")
         paths, tok_path = write_demo(folder)
-        con = duckdb.connect()  # in memory: the run's store writes the rows, with the experiment's status
+        con = connect()  # in memory: the run's store writes the rows, with the experiment's status
         try:
             apply_steps(con, 0)  # the audit works against the DB's own table definitions
             res = run_audit(con, paths, AuditOptions(), audit_id=f"run-{ctx.run_id}-demo",

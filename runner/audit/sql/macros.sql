@@ -67,20 +67,32 @@ CREATE OR REPLACE TEMP MACRO kv_int(v) AS
   CASE WHEN kv_sdigits(v::VARCHAR) THEN CAST(v::VARCHAR AS BIGINT)
        WHEN json_type(v) IN ('UBIGINT', 'BIGINT', 'DOUBLE', 'VARCHAR') THEN kv_sint(json_extract_string(v, '$')) END;
 
+-- Times an LLM log can hold: 2000 up to (not including) 2100. Anything else (year 0, year 99999, an epoch
+-- in the wrong unit read as year 5138) is a reject naming its field, never a billion-dollar idle cost.
+CREATE OR REPLACE TEMP MACRO kv_in_window(t) AS
+  CASE WHEN t >= TIMESTAMP '2000-01-01' AND t < TIMESTAMP '2100-01-01' THEN t END;
+
 -- A Unix time in seconds, milliseconds, microseconds or nanoseconds (told apart by magnitude); NULL for
--- NaN, infinities, negatives and anything past the year 5138 (1e20 ns).
+-- NaN, infinities, negatives and anything outside kv_in_window.
 CREATE OR REPLACE TEMP MACRO kv_ts_number(x) AS
-  CASE WHEN x IS NULL OR NOT isfinite(x) OR x < 0 OR x >= 1e20 THEN NULL
+  kv_in_window(CASE WHEN x IS NULL OR NOT isfinite(x) OR x < 0 OR x >= 1e20 THEN NULL
        WHEN x < 1e11 THEN make_timestamp(CAST(x * 1e6 AS BIGINT))
        WHEN x < 1e14 THEN make_timestamp(CAST(x * 1e3 AS BIGINT))
        WHEN x < 1e17 THEN make_timestamp(CAST(x AS BIGINT))
-       ELSE make_timestamp(CAST(x / 1e3 AS BIGINT)) END;
+       ELSE make_timestamp(CAST(x / 1e3 AS BIGINT)) END);
+
+-- A UTC offset beyond ±14:00 (the widest in use): +99:00 is damage, not a time zone.
+CREATE OR REPLACE TEMP MACRO kv_bad_offset(s) AS
+  contains(s, ':') AND regexp_matches(s, '[T ][0-9:.,]+ *[+-]([0-9]{2}):?([0-9]{2})$')
+  AND (TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 1) AS INTEGER) * 60
+       + TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 2) AS INTEGER)) > 14 * 60;
 
 -- ISO-8601 text (offsets converted to UTC); NULL for text that is not a finite time ('infinity').
 -- The UTC time is rebuilt from the epoch microseconds: what a cast to TIMESTAMP gives under TimeZone UTC,
 -- without the cast's per-value time-zone lookup (a third of the time of the ingest's value conversions).
 CREATE OR REPLACE TEMP MACRO kv_ts_text(s) AS
-  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) THEN make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ))) END;
+  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) AND NOT kv_bad_offset(s)
+       THEN kv_in_window(make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ)))) END;
 
 -- A time from JSON: ISO-8601 text, or a Unix time (number or digit string).
 CREATE OR REPLACE TEMP MACRO kv_ts(v) AS

@@ -1,0 +1,195 @@
+"""Issue 25, faults around the DB file: two audits creating one DB, a full disk, a read-only folder, a damaged
+DB, a kill, and Ctrl-C. Each is one clear line naming the file and the cause, a non-zero exit, and nothing
+left behind: no partial DB, backup or merge output, no scratch folder, no file of another process removed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hostile_disk import tiny_disk
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG = ROOT / "tests" / "fixtures" / "audit" / "openai.jsonl"
+PUBLISHED_V1 = ROOT / "tests" / "fixtures" / "published_v1.duckdb"
+
+
+def _cli(*args, timeout=300, **kw):
+    return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+def _one_clear_line(r) -> str:
+    err = r.stderr.strip()
+    assert r.returncode != 0 and len(err.splitlines()) == 1, (r.returncode, err[-2000:])
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+def _audits(db: Path) -> list[str]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [r[0] for r in con.execute("SELECT audit_id FROM audits ORDER BY 1").fetchall()]
+    finally:
+        con.close()
+
+
+def test_audits_racing_to_create_one_db_never_remove_each_others_file(tmp_path):
+    db = tmp_path / "new.duckdb"
+    procs = [subprocess.Popen([sys.executable, "-m", "kvreport.runner", "audit", str(LOG), "--db", str(db)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
+    ok = [r for r in results if r[0] == 0]
+    assert ok, results
+    assert _audits(db) == [f"audit-{i}" for i in range(1, len(ok) + 1)]  # every success is stored
+    for rc, out, err in results:
+        if rc:
+            assert len(err.strip().splitlines()) == 1 and str(db) in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.duckdb"]  # no temporary DB left
+
+
+def test_a_db_file_appearing_meanwhile_is_not_replaced(tmp_path):
+    from kvreport.runner.store import DBAppeared, new_db_file
+
+    target = tmp_path / "x.duckdb"
+    with pytest.raises(DBAppeared):
+        with new_db_file(target) as tmp:
+            tmp.write_bytes(b"ours")
+            target.write_bytes(b"theirs")  # another process created it while we worked
+    assert target.read_bytes() == b"theirs" and sorted(p.name for p in tmp_path.iterdir()) == ["x.duckdb"]
+
+
+@pytest.mark.parametrize("room", ["300k", "1200k"])  # no room for the empty DB / room for it, not the audit
+def test_audit_onto_a_full_disk_is_one_line_and_leaves_no_db(tmp_path, room):
+    log = _big_log(tmp_path / "big.jsonl", 30_000)
+    with tiny_disk(tmp_path / "disk", room) as disk:
+        err = _one_clear_line(_cli("audit", log, "--db", disk / "a.duckdb"))
+        assert "a.duckdb" in err and "No space left on device" in err, err
+        assert "kvreport-new" not in err and "rollback" not in err.lower(), err
+        assert list(disk.iterdir()) == []
+
+
+def test_audit_into_a_read_only_folder_is_one_line(tmp_path):
+    ro = tmp_path / "ro"
+    with tiny_disk(ro, "1m"):
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        err = _one_clear_line(_cli("audit", LOG, "--db", ro / "a.duckdb"))
+        assert "a.duckdb" in err and "Read-only file system" in err, err
+
+
+def test_migrate_on_a_full_disk_leaves_no_partial_backup(tmp_path):
+    size = PUBLISHED_V1.stat().st_size
+    with tiny_disk(tmp_path / "disk", str(size + size // 2)) as disk:
+        db = disk / "old.duckdb"
+        shutil.copyfile(PUBLISHED_V1, db)
+        before = db.read_bytes()
+        err = _one_clear_line(_cli("migrate", db))
+        assert "old.duckdb" in err, err
+        assert sorted(p.name for p in disk.iterdir()) == ["old.duckdb"], list(disk.iterdir())  # no .bak at all
+        assert db.read_bytes() == before
+
+
+def test_merge_into_a_new_file_on_a_full_disk_leaves_no_output(tmp_path):
+    src = tmp_path / "src.duckdb"
+    assert _cli("audit", _big_log(tmp_path / "big.jsonl", 30_000), "--db", src).returncode == 0
+    with tiny_disk(tmp_path / "disk", "1200k") as disk:  # room for an empty DB, not for the merged rows
+        err = _one_clear_line(_cli("merge", src, "--into", disk / "m.duckdb"))
+        assert "m.duckdb" in err, err
+        assert list(disk.iterdir()) == []
+
+
+def test_a_damaged_db_is_named_and_not_called_in_use(tmp_path):
+    db = tmp_path / "d.duckdb"
+    assert _cli("audit", LOG, "--db", db).returncode == 0
+    data = bytearray(db.read_bytes())
+    data[4096:4096 + 8192] = os.urandom(8192)  # the header blocks, after the magic bytes
+    db.write_bytes(bytes(data))
+    for args in (["findings", "--db", db], ["audit", LOG, "--db", db], ["export", "--db", db, "--out", tmp_path / "x"]):
+        err = _one_clear_line(_cli(*args))
+        assert str(db) in err and "in use" not in err, err
+
+
+def test_scratch_a_killed_audit_left_is_removed_on_the_next_start(tmp_path):
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    spill = tmp / f"kvreport-audit-{dead}-abc_12"
+    spill.mkdir()
+    (spill / "duckdb_temp_block-1.block").write_bytes(b"x" * 1000)
+    alive = tmp / f"kvreport-audit-{os.getppid()}-abc_12"
+    alive.mkdir()
+    half_db = tmp_path / f".kvreport-new-{dead}-xyz.duckdb"
+    half_db.write_bytes(b"half")
+    env = dict(os.environ, TMPDIR=str(tmp))
+    assert _cli("audit", LOG, "--db", tmp_path / "a.duckdb", env=env).returncode == 0
+    assert not spill.exists() and not half_db.exists() and alive.exists()
+    assert sorted(p.name for p in tmp.iterdir()) == [alive.name]  # the audit's own spill folder is gone too
+
+
+def _big_log(path: Path, n: int) -> Path:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"session_id": f"s{i % 997}", "timestamp": f"2025-01-01T00:{i % 60:02d}:00Z",
+                                "response": {"id": f"c{i}", "object": "chat.completion", "created": 1735689600 + i,
+                                             "model": "gpt-4o", "choices": [], "usage": {
+                                                 "prompt_tokens": 100 + i % 50, "completion_tokens": 5,
+                                                 "total_tokens": 105}}}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupted_audit_exits_with_its_code_and_leaves_nothing(tmp_path, sig, code, word):
+    log = _big_log(tmp_path / "big.jsonl", 300_000)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    db = tmp_path / "a.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "kvreport.runner", "audit", str(log), "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(tmp)))
+    deadline = time.time() + 120
+    while not list(tmp.glob("kvreport-audit-*")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    if proc.poll() is not None:
+        pytest.skip("the audit finished before it could be interrupted")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code and err.strip().splitlines()[-1] == word, (proc.returncode, err[-1000:])
+    assert "Traceback" not in err
+    assert not db.exists() and list(tmp.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "tmp"]
+
+
+def test_damaged_data_blocks_are_one_line_naming_the_db(tmp_path):
+    """A block that fails its checksum shows only when a query reads it: whichever command meets it says the
+    DB file is damaged, naming it, and leaves no output."""
+    fixture = ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb"
+    size = fixture.stat().st_size
+    met = 0
+    for frac in (0.6, 0.8, 0.95):
+        db = tmp_path / f"d{frac}.duckdb"
+        data = bytearray(fixture.read_bytes())
+        off = int(size * frac) // 4096 * 4096 + 100
+        data[off:off + 64] = bytes(range(64))
+        db.write_bytes(bytes(data))
+        for args in (["findings", "--db", db], ["build", "--db", db, "--out", tmp_path / f"s{frac}"],
+                     ["export", "--db", db, "--out", tmp_path / f"e{frac}"]):
+            r = _cli(*args)
+            if r.returncode == 0:
+                continue
+            err = _one_clear_line(r)
+            assert str(db) in err and "damaged" in err, err
+            met += 1
+    assert met >= 3
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("s", ".kvreport"))]
+    assert all(not list(p.iterdir()) for p in tmp_path.glob("e*"))
