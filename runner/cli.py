@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import UserError
+from .errors import UserError, is_interrupt
 
 # rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -49,7 +49,12 @@ class Terminated(BaseException):
     """SIGTERM, raised like Ctrl-C so every `finally` runs (scratch folders removed, transactions rolled back)."""
 
 
+_terminated = False  # set by SIGTERM: a DuckDB query it cut short surfaces as an interrupt, yet it was a TERM
+
+
 def _on_sigterm(signum, frame):
+    global _terminated
+    _terminated = True
     raise Terminated()
 
 
@@ -79,12 +84,18 @@ def main(argv: list[str] | None = None) -> None:
         code = app(args=argv, standalone_mode=False, prog_name="kvreport")
         if isinstance(code, int) and code != 0:
             if code == 130:
+                if _terminated:
+                    typer.secho("terminated", fg="yellow", err=True)
+                    sys.exit(143)
                 typer.secho("interrupted", fg="yellow", err=True)
             sys.exit(code)
     except UserError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
+        if _terminated:
+            typer.secho("terminated", fg="yellow", err=True)
+            sys.exit(143)
         typer.secho("interrupted", fg="yellow", err=True)
         sys.exit(130)
     except Terminated:
@@ -100,10 +111,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         if os.environ.get("KVREPORT_DEBUG"):
             raise
-        if type(exc).__name__ == "InterruptException" or str(exc).strip() == "Query interrupted":
-            # DuckDB's Ctrl-C (some of its calls raise it as a plain RuntimeError): the same as Python's
-            typer.secho("interrupted", fg="yellow", err=True)
-            sys.exit(130)
+        if is_interrupt(exc):  # DuckDB's Ctrl-C (or a SIGTERM that cut its query short)
+            typer.secho("terminated" if _terminated else "interrupted", fg="yellow", err=True)
+            sys.exit(143 if _terminated else 130)
         plain = _plain_error(exc)
         if plain:
             typer.secho(f"error: {plain}", fg="red", err=True)

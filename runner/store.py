@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import UserError
+from .errors import UserError, is_interrupt
 
 RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 EXPERIMENT_STATUSES = ("ok", "skipped", "failed")
@@ -216,7 +216,7 @@ def apply_steps(con, from_version: int) -> int:
             try:
                 con.execute(stmt)
             except Exception as exc:  # noqa: BLE001 - a broken step names its file
-                if type(exc).__name__ == "InterruptException":  # Ctrl-C, not a broken step
+                if is_interrupt(exc):  # Ctrl-C, not a broken step
                     raise KeyboardInterrupt from None
                 raise StoreError(f"runner/schema/{step.name}: {str(exc).splitlines()[0]}") from None
         version = step.version
@@ -555,7 +555,12 @@ def current_schema_copy(path: str | os.PathLike) -> Iterator[Path]:
             Store(copy).close()  # migrates the copy (its backup lands in tmp too)
         except StoreError as exc:
             raise StoreError(str(exc).replace(str(copy), shown(path))) from None
-        yield copy
+        try:
+            yield copy
+        except UserError as exc:  # a reader's message names the user's file, not our copy
+            if str(copy) not in str(exc):
+                raise
+            raise type(exc)(str(exc).replace(str(copy), shown(path))) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

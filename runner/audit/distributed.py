@@ -135,11 +135,9 @@ def _fault(phase: str, index: int) -> None:
 
 
 def _connect(opts: engine.AuditOptions, tmpdir: str):
-    import duckdb
+    from ..store import apply_steps, connect
 
-    from ..store import apply_steps
-
-    con = duckdb.connect()
+    con = connect()
     apply_steps(con, 0)  # the audit tables' definitions, so setup() can make their TEMP twins
     engine.setup(con, tmpdir, opts)
     return con
@@ -251,13 +249,13 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
 
 def time_task(index: int, folder: str, opts: engine.AuditOptions, window: tuple) -> dict:
     """One partition's sums for the leakage timeline and the TTL sweep, on the whole audit's time span."""
-    import duckdb
+    from ..store import connect
 
     _fault("time", index)
     started = time.perf_counter()
     final = Path(folder) / "time"
     attempt = _attempt_dir(final)
-    con = duckdb.connect()
+    con = connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
         if opts.threads:

@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, is_interrupt
 from ..store import shown
 from .sqlfiles import run_sql
 
@@ -740,7 +740,7 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
                              "it was read", src.label, line])
             return
         except Exception as exc:  # noqa: BLE001 - known reader limits are retried; others become one message
-            if type(exc).__name__ == "InterruptException":  # Ctrl-C inside DuckDB: an interrupt, not bad input
+            if is_interrupt(exc):  # Ctrl-C inside DuckDB: an interrupt, not bad input
                 raise KeyboardInterrupt from None
             msg = str(exc).lower()
             if "out of memory" in msg and scan is not None and src.layout == "jsonl" \

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import math
+import os
 import re
 import shutil
 import sys
@@ -268,12 +269,13 @@ def _log_files(args: list, db: Path) -> list:
     from ..audit import remote
     from ..audit.ingest import expand_paths
 
-    out: dict = {}
+    out: dict = {}  # a local file's resolved path (or a URL) -> the file as named: each file once
     for arg in args:
         url = remote.url_of(arg)
         found = remote.expand(url) if url else expand_paths([arg], exclude=(Path(db), Path(str(db) + ".wal")))
-        out.update(dict.fromkeys(found))
-    return list(out)
+        for f in found:
+            out.setdefault(f if url else os.path.realpath(f), f)
+    return list(out.values())
 
 
 def _staged(paths: list, folder: str) -> tuple[list[Path], dict[Path, str]]:
