@@ -341,3 +341,32 @@ def test_sessions_parquet_non_finite_and_huge_values(tmp_path):
     assert r[2].startswith("system_tokens is out of range (got 18446744073709551615")
     assert r[5] == 'first_seen is not a time (got "infinity")'
     assert s["n_calls"] == 1
+
+
+def test_a_sliding_window_model_prices_each_session_at_its_own_length(tmp_path):
+    # A synthetic Gemma-3-shaped config: 6 layers, 5 sliding (window 1024) and 1 full, 2 KV heads x 16 dims.
+    cfg = Path(__file__).parent / "fixtures" / "models" / "gemma-like-tiny"
+    s, con = audit(tmp_path, FIX / "sessions.csv", model=str(cfg))
+    per_layer_token = 2 * 2 * 16 * 2                      # K and V x 2 heads x 16 dims x 2 bytes (16-bit)
+    assert s["kv_bytes_per_token"] == 6 * per_layer_token  # below the window every layer grows
+    tokens = 1500 + 12000 + 500                            # sess-003's context
+    flat = tokens * 6 * per_layer_token
+    # the 5 sliding layers hold window - 1 = 1023 tokens, the full layer all of them
+    assert session(con, "sess-003")["kv_cache_bytes"] == 5 * 1023 * per_layer_token + tokens * per_layer_token
+    assert flat - session(con, "sess-003")["kv_cache_bytes"] == 5 * per_layer_token * (tokens - 1023)
+    # sess-001: 2000 + 150 + 300 = 2450 tokens, past the window too
+    assert session(con, "sess-001")["kv_cache_bytes"] == 5 * 1023 * per_layer_token + 2450 * per_layer_token
+    assert "stop growing at 1,023 tokens" in s["kv_bytes_detail"]
+
+
+def test_a_model_with_constant_state_adds_it_to_every_session(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({
+        "model_type": "jamba", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 64, "attn_layer_period": 2,
+        "attn_layer_offset": 1, "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_expand": 2, "num_experts": 1}))
+    s, con = audit(tmp_path, FIX / "sessions.csv", model=str(cfg))
+    state = 64 * 4 * 2 + 64 * 8 * 4   # layer 0 Mamba: conv 64 channels x 4 in 16-bit, SSM 64 x 8 in float32
+    per_token = 2 * 2 * 8 * 2         # layer 1 attention: K and V x 2 heads x 8 dims x 2 bytes
+    assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * per_token + state
+    assert s["kv_bytes_per_token"] == per_token and "constant state" in s["kv_bytes_detail"]

@@ -98,7 +98,7 @@ def test_export_names_files_after_tables(quick_run, tmp_path):
 def test_models_json_lists_builtin_kv_bytes():
     r = kvreport("models", "--json")
     assert r.returncode == 0
-    items = {m["name"]: m["kv_bytes_per_token"] for m in json.loads(r.stdout)}
+    items = {m["name"]: m["bytes_per_token"] for m in json.loads(r.stdout)}
     assert items["gpt2"] == 36_864 and items["llama-3.1-8b"] == 131_072
 
 

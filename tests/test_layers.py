@@ -1,5 +1,5 @@
 """Layers point one way: runner -> store <- analysis. Reading commands (build, findings, export, audit,
-migrate, merge) never import torch, and the CLI follows Click's conventions for usage errors."""
+migrate, merge, models) never import torch, and the CLI follows Click's conventions for usage errors."""
 import ast
 import shutil
 import subprocess
@@ -38,7 +38,12 @@ def db(tmp_path_factory) -> Path:
     ["export", "--db", "{db}", "--out", "{tmp}/export"],
     ["build", "--db", "{db}", "--out", "{tmp}/site"],
     ["audit", str(FIXTURES / "audit" / "openai.jsonl"), "--db", "{tmp}/audit.duckdb"],
-], ids=["build-help", "audit-help", "findings", "export", "build", "audit"])
+    ["audit", str(FIXTURES / "audit" / "openai.jsonl"), "--db", "{tmp}/audit.duckdb",
+     "--model", str(FIXTURES / "models" / "gemma-like-tiny" / "config.json")],
+    ["models", "--json"],
+    ["models", str(FIXTURES / "models" / "gemma-like-tiny"), "--seq", "1024,65536"],
+], ids=["build-help", "audit-help", "findings", "export", "build", "audit", "audit-model-path", "models",
+        "models-path"])
 def test_reading_commands_never_import_torch(args, db, tmp_path):
     args = [a.format(db=db, tmp=tmp_path) for a in args]
     names = _imported_modules(*args, cwd=tmp_path)

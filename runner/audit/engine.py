@@ -184,8 +184,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         bpt = float(pricing.bytes_per_token)
         spor_reason = _spor_reason(tokenizer, content_calls)
         cost.prepare(con, opts.price_book)  # rates once per model, period and tier; sessions.sql sums the costs
-        run_sql(con, "segments", **ids, bytes_per_token=bpt, idle_timeout=float(opts.idle_timeout_s))
-        run_sql(con, "sessions", **ids, bytes_per_token=bpt, spor_reason=spor_reason, spor_max=opts.spor_max,
+        run_sql(con, "segments", **ids, **pricing.curve(), idle_timeout=float(opts.idle_timeout_s))
+        run_sql(con, "sessions", **ids, **pricing.curve(), spor_reason=spor_reason, spor_max=opts.spor_max,
                 kv_max_bytes=opts.kv_max_bytes)
         run_sql(con, "timeline", **ids, buckets=opts.buckets)
         run_sql(con, "ttl", **ids, buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s],

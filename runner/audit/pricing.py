@@ -1,13 +1,19 @@
-"""What one token of context costs in KV-cache bytes, and how much memory there is to hold it.
+"""What a session's context costs in KV-cache bytes, and how much memory there is to hold it.
 
-Bytes per token: the figure measured from real cache tensors (kv_memory_v2) for that model when the DB
-has one, else the formula at 16-bit (2 x layers x KV heads x head dim x 2 bytes). Built-in architectures
-are priced from their hyperparameters without importing transformers, so an audit starts fast.
+A session of t tokens holds kv_bytes_at(t) = t x bytes_per_token - sum over caps of b x max(0, t - cap)
++ constant_bytes (sql/macros.sql): every layer adds its bytes per token until its cap (a sliding window - 1, a
+chunk - 1), and Mamba / linear-attention layers hold a constant state. The curve comes from the model's config
+alone (runner/model_facts.py: no torch, no transformers), so an audit starts fast and `--model` takes a catalogue
+name, a built-in name, a config.json or a checkpoint folder. For a model whose cache has neither caps nor
+constant states the curve is a straight line, and a measurement in the DB (kv_memory_v2) replaces its slope.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
+
+# Distinct caps the SQL curve has slots for (sql/macros.sql kv_bytes_at); real models have one or two.
+CAP_SLOTS = 3
+PRICING_DTYPE = "bfloat16"  # serving precision: the audit prices 16-bit caches
 
 
 @dataclass(frozen=True)
@@ -15,6 +21,24 @@ class Pricing:
     bytes_per_token: float
     source: str   # 'measured' | 'formula'
     detail: str
+    # (bytes per token that stop growing at cap, cap in tokens), one per distinct cap; and the constant states
+    capped: tuple[tuple[float, int], ...] = ()
+    constant_bytes: float = 0.0
+
+    def kv_bytes_at(self, tokens: int) -> float:
+        """The curve sql/macros.sql kv_bytes_at computes, in Python (for messages and tests)."""
+        return tokens * self.bytes_per_token - sum(b * max(0, tokens - cap) for b, cap in self.capped) + \
+            self.constant_bytes
+
+    def curve(self) -> dict:
+        """The SQL parameters of the curve: bytes_per_token, kv_constant_bytes and CAP_SLOTS (bytes, cap) pairs."""
+        if len(self.capped) > CAP_SLOTS:
+            raise ValueError(f"{len(self.capped)} distinct caps; the audit's curve has {CAP_SLOTS} slots")
+        slots = list(self.capped) + [(0.0, 0)] * (CAP_SLOTS - len(self.capped))
+        out = {"bytes_per_token": float(self.bytes_per_token), "kv_constant_bytes": float(self.constant_bytes)}
+        for i, (b, cap) in enumerate(slots, 1):
+            out[f"kv_cap_bytes_{i}"], out[f"kv_cap_{i}"] = float(b), int(cap)
+        return out
 
 
 @dataclass(frozen=True)
@@ -23,23 +47,26 @@ class Memory:
     source: str | None
 
 
-def _config(model: str):
-    from ..models import BUILTIN, TEST_MODELS, load_config
+def formula(model: str, facts=None) -> Pricing:
+    """The curve from the model's config (runner/model_facts.py), at 16 bits."""
+    from ..errors import UserError
+    from ..model_facts import load
 
-    table = {**BUILTIN, **TEST_MODELS}
-    if model in table:
-        return SimpleNamespace(**table[model][1])
-    return load_config(model)[0]  # a local checkpoint folder (raises a clear error for unknown names)
-
-
-def formula(model: str, dtype_bytes: int = 2) -> Pricing:
-    from ..kv_formula import kv_shape
-
-    s = kv_shape(_config(model))
-    bpt = s.bytes_per_token(dtype_bytes)
-    return Pricing(float(bpt), "formula",
-                   f"formula for {model}: 2 x {s.n_layers} layers x {s.n_kv_heads} KV heads x {s.head_dim} dims "
-                   f"x {dtype_bytes} bytes = {bpt:,} B/token ({8 * dtype_bytes}-bit; no measurement in the DB)")
+    facts = facts or load(model)
+    per_token, capped, constant = facts.pricing_terms(PRICING_DTYPE)
+    if len(capped) > CAP_SLOTS:
+        raise UserError(f"--model {model}: {len(capped)} distinct attention windows; the audit prices at most "
+                        f"{CAP_SLOTS}")
+    kinds = ", ".join(f"{g['count']} {g['kind']}" for g in facts.groups())
+    detail = f"formula for {model} ({kinds} layers; 16-bit): {per_token:,} B/token"
+    if capped:
+        detail += "; " + "; ".join(f"{b:,} B/token of it stop growing at {cap:,} tokens" for b, cap in capped)
+    if constant:
+        detail += f"; plus {constant:,} B of constant state per session"
+    if capped or constant:
+        detail += " (each session priced at its own length)"
+    detail += " (no measurement in the DB)" if not (capped or constant) else ""
+    return Pricing(float(per_token), "formula", detail, tuple((float(b), int(c)) for b, c in capped), float(constant))
 
 
 def _has(con, table: str, column: str | None = None) -> bool:
@@ -70,7 +97,21 @@ def measured(con, model: str) -> Pricing | None:
 
 
 def kv_pricing(model: str, con=None) -> Pricing:
-    return measured(con, model) or formula(model)
+    """A straight-line model: its measured bytes/token when the DB has one, else the formula. A model with caps
+    or constant states: the formula's curve, since one bytes/token figure cannot price every length."""
+    from ..model_facts import ModelFactsError, load
+
+    try:
+        facts = load(model)
+    except ModelFactsError:
+        found = measured(con, model)  # a model measured earlier whose config is not at hand
+        if found is None:
+            raise
+        return found
+    curve = formula(model, facts)
+    if curve.capped or curve.constant_bytes:
+        return curve
+    return measured(con, model) or curve
 
 
 def memory_from_db(con, model: str) -> Memory:

@@ -126,3 +126,11 @@ CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS
 CREATE OR REPLACE TEMP MACRO kv_read_lines(file, sep, line_bytes, codec) AS TABLE
   SELECT raw FROM read_csv(file, columns = {'raw': 'VARCHAR'}, header = false, delim = sep, quote = '',
                            escape = '', auto_detect = false, max_line_size = line_bytes, compression = codec);
+
+-- KV bytes a session holds at t tokens of context (runner/audit/pricing.py, Pricing.curve): every layer adds its
+-- bytes per token until its cap; the layers capped at c_i (a sliding window - 1, a chunk - 1) stop growing there
+-- (b_i of the per-token bytes); Mamba and linear-attention layers hold `constant` bytes whatever t. Three cap
+-- slots (unused ones have b = 0), lambda-free like every macro here. Monotonic in t, so the bytes of a session's
+-- longest context are its largest.
+CREATE OR REPLACE TEMP MACRO kv_bytes_at(t, per_token, constant, b1, c1, b2, c2, b3, c3) AS
+  t * per_token + constant - b1 * greatest(0, t - c1) - b2 * greatest(0, t - c2) - b3 * greatest(0, t - c3);

@@ -28,7 +28,9 @@ win AS (  -- the log's end: the last activity or disconnect of any timed call
   SELECT max(greatest(t_act, coalesce(disc, t_act))) AS t_log_end FROM c
 )
 SELECT o.session_id, t_start, coalesce(t_next, win.t_log_end) AS t_end, t_act, ctx_tokens,
-       ctx_tokens * $bytes_per_token AS kv_bytes, t_next IS NULL AS is_last,
+       kv_bytes_at(ctx_tokens, $bytes_per_token, $kv_constant_bytes,
+                   $kv_cap_bytes_1, $kv_cap_1, $kv_cap_bytes_2, $kv_cap_2, $kv_cap_bytes_3, $kv_cap_3) AS kv_bytes,
+       t_next IS NULL AS is_last,
        dsc.t_disc,  -- last calls only (the join below matches no other)
        CASE WHEN t_next IS NULL AND dsc.t_disc IS NOT NULL THEN least(dsc.t_disc, t_act + $idle_timeout)
             ELSE t_act + $idle_timeout END AS t_idle

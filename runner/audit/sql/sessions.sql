@@ -1,6 +1,7 @@
 -- Per-session figures. PCER = cached / total input and SPOR = system / total input, token-weighted over
 -- the session's calls. The KV footprint is the largest context the session ever held (input + output of
--- one call) x bytes/token: a multi-turn session re-sends its history each call, so summing every call's
+-- one call) at its own length (kv_bytes_at: caps and constant states applied): a multi-turn session re-sends
+-- its history each call, so summing every call's
 -- tokens would count the history once per turn. For the seed's one-record sessions both agree.
 INSERT INTO token_audit BY NAME
 WITH s AS (
@@ -22,7 +23,9 @@ b AS (
   FROM _seg GROUP BY session_id
 ),
 sb AS (  -- sorted while the rows are narrow; the SELECT below only adds columns (DuckDB keeps the order)
-  SELECT s.*, context_tokens * $bytes_per_token AS kv_cache_bytes, b.kv_byte_seconds, b.idle_kv_byte_seconds
+  SELECT s.*, kv_bytes_at(context_tokens, $bytes_per_token, $kv_constant_bytes,
+                          $kv_cap_bytes_1, $kv_cap_1, $kv_cap_bytes_2, $kv_cap_2, $kv_cap_bytes_3, $kv_cap_3) AS kv_cache_bytes,
+         b.kv_byte_seconds, b.idle_kv_byte_seconds
   FROM s LEFT JOIN b USING (session_id)
   ORDER BY kv_cache_bytes DESC, s.session_id
 )
