@@ -2,6 +2,10 @@
 
 bytes/token = 2 (K and V) x n_layers x n_kv_heads x d_head x dtype_bytes
 
+Where runner/model_facts.py describes the architecture (MLA, chunked attention, layer patterns, linear-attention
+and Mamba states), `facts_for` returns its per-layer facts and callers use those; `kv_shape` stays for the K/V
+geometry columns and for architectures the facts do not know.
+
 Real configs complicate the textbook formula in three places, all handled here:
 - grouped/multi-query attention: the cache holds `num_key_value_heads`, not `num_attention_heads`;
 - an explicit `head_dim` that is not hidden_size / n_heads (Gemma, some Qwen variants);
@@ -87,3 +91,25 @@ def kv_shape(config) -> KVShape:
 
 def formula_bytes_per_token(config, dtype_bytes: int = 2) -> int:
     return kv_shape(config).bytes_per_token(dtype_bytes)
+
+
+def facts_for(loaded):
+    """runner/model_facts.py's description of a loaded model (from its config.json), or None when the facts
+    do not know its architecture. Cached on the LoadedModel."""
+    cached = getattr(loaded, "_facts", False)
+    if cached is not False:
+        return cached
+    from .model_facts import ModelFactsError, facts_from_config
+
+    facts = None
+    raw = getattr(loaded, "raw_config", None)
+    if raw is not None:
+        try:
+            facts = facts_from_config(raw, name=loaded.name, source=loaded.source)
+        except ModelFactsError:
+            facts = None
+    try:
+        loaded._facts = facts
+    except AttributeError:
+        pass
+    return facts
