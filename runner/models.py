@@ -77,6 +77,12 @@ _WIDTH_FIELDS = ("intermediate_size", "moe_intermediate_size", "shared_expert_in
 _EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
 _TOP_K_FIELDS = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k")
 _PER_LAYER_STRINGS = ("hybrid_override_pattern",)  # one character per layer
+# The SSD (Mamba-2) scan's block length: how the state is computed, not what it is; the torch fallback
+# pads every prefill to a whole block, so a small one keeps a CPU replica fast. Only shrunk in configs with
+# a Mamba state (Llama 4's attention_chunk_size is a different field and is always kept).
+_SCAN_CHUNK_FIELDS = ("chunk_size", "mamba_chunk_size")
+_SSM_MARKERS = ("ssm_state_size", "mamba_d_state", "mamba_n_heads", "mamba_num_heads", "mamba_d_ssm")
+REPLICA_SCAN_CHUNK = 8
 REPLICA_WIDTH = 16
 REPLICA_VOCAB = 512
 REPLICA_HIDDEN = 64
@@ -382,6 +388,9 @@ def _shrink(config, shrunk: dict) -> None:
     for attr in _EXPERT_COUNT_FIELDS:
         set_(attr, experts)
     set_("vocab_size", REPLICA_VOCAB)
+    if any(getattr(config, m, None) is not None for m in _SSM_MARKERS):
+        for attr in _SCAN_CHUNK_FIELDS:
+            set_(attr, REPLICA_SCAN_CHUNK)
     for attr, value in list(vars(config).items()):
         if attr.endswith("_token_id") and isinstance(value, int) and value >= getattr(config, "vocab_size", 0):
             setattr(config, attr, None)
@@ -434,13 +443,15 @@ def model_budget_bytes(device) -> int:
 
 
 def plan_replica(config, raw: dict | None, dtype_bytes: int, budget_bytes: int, facts=None,
-                 force: bool = False) -> tuple[object, dict | None, list[int] | None]:
+                 force: bool | str = False) -> tuple[object, dict | None, list[int] | None]:
     """(config to build, replica record or None for the model itself, layer map or None).
 
     The model itself when its weights fit the budget (and not `force`); else a KV-faithful replica: every
     attention field and the layer pattern kept, MLP/expert widths, expert count and vocab shrunk, the hidden
     width too when two probe builds at different widths hold the same cache; and where even that does not
-    fit, one layer per distinct cache kind (the shortest prefix holding each), the others measured as it."""
+    fit, one layer per distinct cache kind (the shortest prefix holding each), the others measured as it.
+    `force`: True builds a replica even when the model fits; "per_kind" builds the one-layer-per-kind replica
+    whatever the budget (the smallest build: tests)."""
     full_params = meta_parameter_count(config)
     if not force and full_params * dtype_bytes <= budget_bytes:
         return config, None, None
@@ -463,12 +474,13 @@ def plan_replica(config, raw: dict | None, dtype_bytes: int, budget_bytes: int, 
     if "hidden_size" not in shrunk and hidden > REPLICA_HIDDEN:
         record["hidden_size_kept"] = "the cache depends on it (probe builds at two widths differ)"
     params = meta_parameter_count(replica)
-    if params * dtype_bytes <= budget_bytes or prefix == _n_layers(config):
+    per_kind = force == "per_kind"
+    if (not per_kind and params * dtype_bytes <= budget_bytes) or prefix == _n_layers(config):
         record.update(instantiated="all layers", layers_built=_n_layers(config), parameters=params)
         return replica, record, None
     _cut_layers(replica, prefix)
     params = meta_parameter_count(replica)
-    if params * dtype_bytes > budget_bytes:
+    if params * dtype_bytes > budget_bytes and not per_kind:
         raise ModelError(f"{getattr(config, 'model_type', '?')}: even one layer per cache kind ({prefix} layers, "
                          f"{params * dtype_bytes / 2**30:,.1f} GiB) exceeds the build budget of "
                          f"{budget_bytes / 2**30:,.1f} GiB (KVREPORT_MODEL_BUDGET_GB)")
@@ -487,7 +499,7 @@ def _facts_or_none(raw: dict):
         return None
 
 
-def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_replica: bool = False
+def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_replica: bool | str = False
                ) -> LoadedModel:
     """Instantiate on `device` in `dtype` directly, so a 7B model never lands in host RAM at float32. A
     model whose weights exceed the budget is built as a KV-faithful replica (see plan_replica)."""
