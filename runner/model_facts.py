@@ -57,6 +57,12 @@ and the CUDA runtime are not subtracted: an upper bound.
 projections, MLP or experts including shared experts, norms, lm_head unless tied) x dtype bytes, for the
 language model transformers builds (no vision tower, no multi-token-prediction layers).
 
+Families (model_type): gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, falcon, minimax_m2,
+gemma3 / gemma3_text, gemma4 / gemma4_text, mimo_v2_flash, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
+qwen3_next,
+qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h. Each is checked against the installed
+transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py).
+
 Fields missing from a config take the default of transformers' config class (5.24), and the facts list every
 default used; a field without such a default, or an unknown model_type, is a ModelFactsError naming it.
 """
@@ -230,18 +236,22 @@ class MLALatentSpec(CacheSpec):
     kind: ClassVar[str] = "mla_latent"
     kv_lora_rank: int
     qk_rope_head_dim: int
+    # DSA (DeepSeek-V3.2, GLM-5): cache_utils.DynamicIndexedLayer also keeps the indexer's key, one
+    # index_head_dim vector per token (`indexer_keys`), counted with the keys here
+    indexer_head_dim: int = 0
 
     @property
     def k_per_token(self) -> int:
-        return self.kv_lora_rank
+        return self.kv_lora_rank + self.indexer_head_dim
 
     @property
     def v_per_token(self) -> int:
         return self.qk_rope_head_dim
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
-        # MLAAttentionSpec: one head of kv_lora_rank + qk_rope_head_dim, replicated on every TP rank
-        page = BLOCK_TOKENS * (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes(dtype)
+        # MLAAttentionSpec: one head of kv_lora_rank + qk_rope_head_dim, replicated on every TP rank; a DSA
+        # indexer key per token beside it, at the same dtype (vLLM's FP8 indexer cache is not modelled)
+        page = BLOCK_TOKENS * (self.kv_lora_rank + self.qk_rope_head_dim + self.indexer_head_dim) * dtype_bytes(dtype)
         return _cdiv(seq_len, BLOCK_TOKENS) * page
 
 
@@ -254,10 +264,11 @@ class MLAPerHeadSpec(CacheSpec):
     v_head_dim: int
     kv_lora_rank: int
     qk_rope_head_dim: int
+    indexer_head_dim: int = 0
 
     @property
     def k_per_token(self) -> int:
-        return self.num_heads * self.qk_head_dim
+        return self.num_heads * self.qk_head_dim + self.indexer_head_dim
 
     @property
     def v_per_token(self) -> int:
@@ -265,7 +276,8 @@ class MLAPerHeadSpec(CacheSpec):
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
         # an engine caches the latent whatever transformers does
-        return MLALatentSpec(self.kv_lora_rank, self.qk_rope_head_dim).engine_bytes(seq_len, dtype, tp)
+        return MLALatentSpec(self.kv_lora_rank, self.qk_rope_head_dim, self.indexer_head_dim).engine_bytes(
+            seq_len, dtype, tp)
 
 
 @dataclass(frozen=True)
@@ -320,6 +332,7 @@ class ModelFacts:
     layers: tuple[LayerCache, ...]
     weight_params: int
     source: str = ""
+    max_positions: int | None = None  # the config's context limit (max_position_embeddings / n_positions)
     defaults_used: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     # MLA models: both layouts, each a full tuple of layers; `layers` is the one named by mla_layout.
@@ -400,16 +413,18 @@ class ModelFacts:
     def weight_bytes(self, dtype: str = "bfloat16") -> int:
         return self.weight_params * dtype_bytes(dtype)
 
-    def fits(self, gpu_bytes: int, seq_len: int, tp: int = 1, dtype: str = "bfloat16") -> int:
-        """Requests of seq_len tokens whose engine-view cache fits beside the weights on each GPU of a TP group."""
-        budget = int(GPU_MEMORY_UTILIZATION * gpu_bytes) - _cdiv(self.weight_bytes(dtype), tp)
+    def fits(self, gpu_bytes: int, seq_len: int, tp: int = 1, dtype: str = "bfloat16",
+             weight_dtype: str | None = None) -> int:
+        """Requests of seq_len tokens whose engine-view cache (in `dtype`) fits beside the weights (in
+        `weight_dtype`, default the same) on each GPU of a TP group."""
+        budget = int(GPU_MEMORY_UTILIZATION * gpu_bytes) - _cdiv(self.weight_bytes(weight_dtype or dtype), tp)
         per_request = self.engine_cache_bytes(seq_len, 1, dtype, tp)
         if budget <= 0:
             return 0
         return budget // per_request if per_request else -1  # -1: no per-request cache at all
 
-    def fits_table(self, seqs, dtype: str = "bfloat16") -> list[dict]:
-        return [{"gpu_gb": gb, "tp": tp, "seq": seq, "requests": self.fits(gb * 10**9, seq, tp, dtype)}
+    def fits_table(self, seqs, dtype: str = "bfloat16", weight_dtype: str | None = None) -> list[dict]:
+        return [{"gpu_gb": gb, "tp": tp, "seq": seq, "requests": self.fits(gb * 10**9, seq, tp, dtype, weight_dtype)}
                 for gb in GPU_SIZES_GB for tp in TP_SIZES for seq in seqs]
 
 
@@ -536,12 +551,13 @@ class _Built:
 
 
 def _llama_like(c: _Config) -> _Built:
-    """llama, mistral, qwen2, qwen3, qwen3_moe, phi3: GQA with an optional explicit head_dim; sliding windows per
+    """llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, minimax_m2: GQA with an optional explicit head_dim; sliding windows per
     each config class's rules (models/<family>/configuration_<family>.py, __post_init__)."""
     mt = c.model_type
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
-    n_kv = _kv_heads(c, n_heads, {"mistral": 8, "qwen2": 32, "qwen3": 32, "qwen3_moe": 4}.get(mt, n_heads))
-    head_dim = c.opt("head_dim", 128) if mt == "qwen3" else (c.maybe("head_dim") or h // n_heads)
+    n_kv = _kv_heads(c, n_heads, {"mistral": 8, "qwen2": 32, "qwen3": 32, "qwen3_moe": 4, "mixtral": 8,
+                                  "minimax_m2": 8}.get(mt, n_heads))
+    head_dim = c.opt("head_dim", 128) if mt in ("qwen3", "minimax_m2") else (c.maybe("head_dim") or h // n_heads)
     if mt in ("qwen2", "qwen3", "qwen3_moe"):  # sliding_window only counts with use_sliding_window
         window = c.opt("sliding_window", 4096) if c.opt("use_sliding_window", False) else None
     elif mt == "mistral":
@@ -564,6 +580,8 @@ def _llama_like(c: _Config) -> _Built:
     attn = _attn_params(h, n_heads, n_kv, head_dim, qkv_bias, o_bias)
     if mt in ("qwen3", "qwen3_moe"):
         attn += 2 * head_dim  # q_norm, k_norm
+    elif mt == "minimax_m2":
+        attn += (n_heads + n_kv) * head_dim  # q_norm and k_norm over all heads
     params = _embed_params(c, vocab, h, False) + h  # + final norm
     inter = c.req("intermediate_size")
     mlp_bias = mt == "llama" and c.opt("mlp_bias", False)
@@ -573,6 +591,9 @@ def _llama_like(c: _Config) -> _Built:
                 and (i + 1) % c.opt("decoder_sparse_step", 1) == 0:
             e = c.opt("num_experts", 128)
             params += h * e + _experts_params(h, e, c.opt("moe_intermediate_size", 768))
+        elif mt in ("mixtral", "minimax_m2"):  # every layer MoE: router and experts, no shared expert
+            e = c.opt("num_local_experts", 8 if mt == "mixtral" else 256)
+            params += h * e + _experts_params(h, e, inter)
         else:
             params += _mlp_params(h, inter, bias=mlp_bias)
     return _Built(layers, params)
@@ -631,6 +652,79 @@ def _gemma3_text(c: _Config) -> _Built:
     return _Built(layers, params)
 
 
+def _gemma4_text(c: _Config) -> _Built:
+    """configuration_gemma4.Gemma4TextConfig: 5 sliding : 1 full (the last layer always full); full layers take
+    global_head_dim and, with attention_k_eq_v, num_global_key_value_heads (per_layer_config); the last
+    num_kv_shared_layers reuse an earlier layer's cache and hold none (kv_sharing_modes "reuse" -> DummyLayer).
+    With attention_k_eq_v a full layer has no v_proj, but its cache still keeps V beside K
+    (modeling_gemma4.Gemma4TextAttention.forward: value_states = key_states, then cache.update)."""
+    n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
+    n_kv, hd = c.opt("num_key_value_heads", 4), c.opt("head_dim", 256)
+    window = c.opt("sliding_window", 512)
+    if c.maybe("use_bidirectional_attention") == "all":
+        window = window // 2 + 1
+    default = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n_layers)]
+    types = list(_layer_types_from(c, n_layers, default))
+    types[-1] = "full_attention"  # __post_init__ forces the last layer to full attention
+    k_eq_v = bool(c.opt("attention_k_eq_v", False))
+    global_hd = c.opt("global_head_dim", 512)
+    global_kv = c.maybe("num_global_key_value_heads") if k_eq_v else None
+    global_kv = int(global_kv) if global_kv else n_kv
+    shared = c.opt("num_kv_shared_layers", 0)
+    first_shared = n_layers - shared
+    bias = c.opt("attention_bias", False)
+    inter, per_layer_in = c.req("intermediate_size"), c.opt("hidden_size_per_layer_input", 256)
+    moe = bool(c.opt("enable_moe_block", False))
+    layers, params = [], 0
+    for i, t in enumerate(types):
+        full = t == "full_attention"
+        head_dim, kv = (global_hd, global_kv) if full else (hd, n_kv)
+        reuse = i >= first_shared
+        layers.append(() if reuse else _attention_spec(c, t, kv, head_dim, window, None))
+        params += h * n_heads * head_dim + head_dim + n_heads * head_dim * h + ((n_heads * head_dim + h) if bias else 0)
+        if not reuse:  # k_norm, k_proj and (unless K doubles as V) v_proj
+            n_proj = 1 if (k_eq_v and full) else 2
+            params += head_dim + n_proj * (h * kv * head_dim + (kv * head_dim if bias else 0))
+        wide = 2 if (c.opt("use_double_wide_mlp", False) and reuse) else 1
+        params += 4 * h + _mlp_params(h, inter * wide)
+        if per_layer_in:
+            params += 2 * h * per_layer_in + h
+        if moe:
+            e, moe_inter = c.req("num_experts"), c.req("moe_intermediate_size")
+            params += h * e + h + e + _experts_params(h, e, moe_inter) + 3 * h
+    vocab = c.opt("vocab_size", 262_144)
+    params += _embed_params(c, vocab, h, True) + h
+    if per_layer_in:
+        params += c.opt("vocab_size_per_layer_input", 262_144) * n_layers * per_layer_in + \
+            h * n_layers * per_layer_in + per_layer_in
+    return _Built(layers, params)
+
+
+def _mimo_v2_flash(c: _Config) -> _Built:
+    """configuration_mimo_v2_flash: full attention at layer 0 and every 6th, sliding elsewhere with a window of
+    sliding_window_size + 1; modeling_mimo_v2_flash.MiMoV2FlashAttention gives sliding layers twice the KV heads,
+    and V its own head dim (v_head_dim)."""
+    n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
+    n_kv, hd, v_hd = c.opt("num_key_value_heads", 4), c.opt("head_dim", 192), c.opt("v_head_dim", 128)
+    window = c.maybe("sliding_window_size")
+    window = int(window) + 1 if window is not None else c.opt("sliding_window", 129)
+    default = ["full_attention" if i == 0 or not (i + 1) % 6 else "sliding_attention" for i in range(n_layers)]
+    types = _layer_types_from(c, n_layers, default)
+    mlp_types = c.maybe("mlp_layer_types") or ["dense"] + ["sparse"] * (n_layers - 1)
+    bias = c.opt("attention_bias", False)
+    e, moe_inter, inter = c.opt("n_routed_experts", 256), c.opt("moe_intermediate_size", 2048), \
+        c.req("intermediate_size")
+    layers, params = [], _embed_params(c, c.opt("vocab_size", 152576), h, False) + h
+    for t, mlp in zip(types, mlp_types):
+        swa = t == "sliding_attention"
+        kv = 2 * n_kv if swa else n_kv
+        layers.append(_attention_spec(c, t, kv, hd, window, None, head_dim_v=v_hd))
+        params += h * n_heads * hd + h * kv * (hd + v_hd) + n_heads * v_hd * h + \
+            ((n_heads * hd + kv * (hd + v_hd)) if bias else 0) + (n_heads if swa else 0) + 2 * h
+        params += h * e + _experts_params(h, e, moe_inter) if mlp == "sparse" else _mlp_params(h, inter)
+    return _Built(layers, params)
+
+
 def _gpt_oss(c: _Config) -> _Built:
     """configuration_gpt_oss.GptOssConfig.__post_init__: sliding and full layers alternate."""
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
@@ -673,31 +767,60 @@ def _llama4_text(c: _Config) -> _Built:
     return _Built(layers, params)
 
 
+def _indexer_layers(c: _Config, n_layers: int) -> list[bool]:
+    """Which DSA layers run an indexer and so cache its keys: every DeepSeek-V3.2 layer; GLM-5's "shared" layers
+    reuse the previous layer's selection (configuration_glm_moe_dsa.GlmMoeDsaConfig.__post_init__)."""
+    if c.model_type == "deepseek_v32":
+        return [True] * n_layers
+    if c.model_type != "glm_moe_dsa":
+        return [False] * n_layers
+    types = c.maybe("indexer_types")
+    pattern = c.maybe("index_topk_pattern")
+    if types is None and pattern is not None:
+        types = [{"F": "full", "S": "shared"}.get(ch, ch) for ch in pattern] if isinstance(pattern, str) \
+            else list(pattern)
+    if types is None:
+        freq, offset = max(c.raw.get("index_topk_freq", 1) or 1, 1), c.raw.get("index_skip_topk_offset", 2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+    return [t == "full" for t in types[:n_layers]]
+
+
 def _deepseek(c: _Config) -> _Built:
-    """deepseek_v2 / deepseek_v3 (and Kimi-K2, a DeepSeek-V3 architecture): MLA, dense then MoE layers."""
-    v3 = c.model_type in ("deepseek_v3", "kimi_k2")
+    """deepseek_v2 / deepseek_v3 (and Kimi-K2, a DeepSeek-V3 architecture): MLA, dense then MoE layers;
+    deepseek_v32 and glm_moe_dsa add DSA's indexer (models/deepseek_v32/modeling_deepseek_v32.py,
+    DeepseekV32Indexer: `cache.update_indexer(k)`)."""
+    mt = c.model_type
+    v3 = mt in ("deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa")
+    glm = mt == "glm_moe_dsa"
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
     kv_rank, rope = c.opt("kv_lora_rank", 512), c.opt("qk_rope_head_dim", 64)
-    nope, v_dim = c.opt("qk_nope_head_dim", 128), c.opt("v_head_dim", 128)
+    nope, v_dim = c.opt("qk_nope_head_dim", 192 if glm else 128), c.opt("v_head_dim", 256 if glm else 128)
     # DeepSeek-V2-Lite writes "q_lora_rank": null: no q compression (a q_proj), unlike a missing field
-    q_rank = c.raw["q_lora_rank"] if "q_lora_rank" in c.raw else c.opt("q_lora_rank", 1536)
-    latent = (MLALatentSpec(kv_rank, rope),)
-    per_head = (MLAPerHeadSpec(n_heads, nope + rope, v_dim, kv_rank, rope),)
+    q_rank = c.raw["q_lora_rank"] if "q_lora_rank" in c.raw else c.opt("q_lora_rank", 2048 if glm else 1536)
+    indexed = _indexer_layers(c, n_layers)
+    idx_dim = c.opt("index_head_dim", 128) if any(indexed) else 0
+    idx_heads = c.opt("index_n_heads", 32 if glm else 64) if any(indexed) else 0
+    latent_layers = [(MLALatentSpec(kv_rank, rope, idx_dim if ix else 0),) for ix in indexed]
+    per_head_layers = [(MLAPerHeadSpec(n_heads, nope + rope, v_dim, kv_rank, rope, idx_dim if ix else 0),)
+                       for ix in indexed]
     bias = bool(c.opt("attention_bias", False))
     qk = nope + rope
     q = h * n_heads * qk if q_rank is None else \
         (h * q_rank + (q_rank if bias else 0)) + q_rank + q_rank * n_heads * qk
     attn = q + (h * (kv_rank + rope) + ((kv_rank + rope) if bias else 0)) + kv_rank + \
         kv_rank * n_heads * (nope + v_dim) + (n_heads * v_dim * h + (h if bias else 0))
+    indexer = (q_rank or 0) * idx_heads * idx_dim + h * idx_dim + 2 * idx_dim + h * idx_heads  # wq_b, wk, k_norm, weights
     first_dense = c.opt("first_k_dense_replace", 3 if v3 else 0)
+    dense = c.maybe("mlp_layer_types")
+    dense = [t == "dense" for t in dense] if isinstance(dense, list) else [i < first_dense for i in range(n_layers)]
     e = c.opt("n_routed_experts", 256 if v3 else 64)
     moe_inter = c.opt("moe_intermediate_size", 2048 if v3 else 1407)
     shared = c.opt("n_shared_experts", 1 if v3 else 2)
     inter = c.req("intermediate_size")
     params = _embed_params(c, c.req("vocab_size"), h, False) + h
     for i in range(n_layers):
-        params += attn + 2 * h
-        if i < first_dense:
+        params += attn + 2 * h + (indexer if indexed[i] else 0)
+        if dense[i]:
             params += _mlp_params(h, inter)
         else:  # router, routed experts, shared experts as one MLP (V3's router bias is a buffer, not counted)
             params += h * e + _experts_params(h, e, moe_inter) + _mlp_params(h, moe_inter * shared)
@@ -705,14 +828,16 @@ def _deepseek(c: _Config) -> _Built:
     if c.raw.get("num_nextn_predict_layers"):
         notes.append(f"weights exclude the {c.raw['num_nextn_predict_layers']} multi-token-prediction layer(s) "
                      "transformers does not build")
-    return _Built([latent] * n_layers, params, notes, mla_per_head=[per_head] * n_layers)
+    return _Built(latent_layers, params, notes, mla_per_head=per_head_layers)
 
 
 def _qwen3_next(c: _Config) -> _Built:
-    """configuration_qwen3_next: a full-attention layer every full_attention_interval (4), gated delta-net
-    layers between (modeling_qwen3_next.Qwen3NextGatedDeltaNet)."""
+    """configuration_qwen3_next (and qwen3_5, qwen3_5_moe): a full-attention layer every full_attention_interval
+    (4), gated delta-net layers between (modeling_qwen3_next.Qwen3NextGatedDeltaNet; Qwen3_5GatedDeltaNet holds
+    the same states). MLPs: Qwen3-Next MoE by decoder_sparse_step, Qwen3.5 dense, Qwen3.5-MoE MoE everywhere."""
+    mt = c.model_type
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
-    n_kv, hd = c.opt("num_key_value_heads", 2), c.opt("head_dim", 256)
+    n_kv, hd = c.opt("num_key_value_heads", 4 if mt == "qwen3_5_text" else 2), c.opt("head_dim", 256)
     interval = c.opt("full_attention_interval", 4)
     default = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
     types = _layer_types_from(c, n_layers, default)
@@ -727,10 +852,11 @@ def _qwen3_next(c: _Config) -> _Built:
     full_attn = _attn_params(h, n_heads, n_kv, hd, bias, bias, q_factor=2) + 2 * hd  # gated q, q/k norms
     lin_attn = h * (2 * key_dim + 2 * value_dim) + h * 2 * v_heads + conv_dim * kernel + 2 * v_heads + v_dim + \
         value_dim * h
-    e = c.opt("num_experts", 512)
-    mlp_only = c.opt("mlp_only_layers", []) or []
-    step = c.opt("decoder_sparse_step", 1)
-    params = _embed_params(c, c.req("vocab_size"), h, False) + h
+    e = 0 if mt == "qwen3_5_text" else c.opt("num_experts", 512 if mt == "qwen3_next" else 256)
+    mlp_only = (c.opt("mlp_only_layers", []) or []) if mt == "qwen3_next" else []
+    step = c.opt("decoder_sparse_step", 1) if mt == "qwen3_next" else 1
+    vocab = c.req("vocab_size") if mt == "qwen3_next" else c.opt("vocab_size", 248320)
+    params = _embed_params(c, vocab, h, False) + h
     for i, t in enumerate(types):
         params += (lin_attn if t == "linear_attention" else full_attn) + 2 * h
         if i not in mlp_only and e > 0 and (i + 1) % step == 0:
@@ -799,6 +925,7 @@ def _nemotron_h(c: _Config) -> _Built:
         (conv_dim if c.opt("use_conv_bias", True, "mamba_conv_bias") else 0) + 3 * m_heads + inter_m + inter_m * h
     bias = c.opt("attention_bias", False)
     inter = c.opt("intermediate_size", 21504)
+    mlp_bias = c.opt("mlp_bias", False)
     params = _embed_params(c, c.opt("vocab_size", 131072), h, False) + h
     for t in types:
         params += h  # one norm per block
@@ -807,9 +934,15 @@ def _nemotron_h(c: _Config) -> _Built:
         elif t == "full_attention":
             params += _attn_params(h, n_heads, n_kv, hd, bias, bias)
         elif t == "mlp":
-            params += _mlp_params(h, inter, gated=False, bias=c.opt("mlp_bias", False))
-        else:
-            raise ModelFactsError(f"{c.where}: Nemotron-H MoE blocks ('E') are not supported yet")
+            params += _mlp_params(h, inter, gated=False, bias=mlp_bias)
+        else:  # NemotronHMoE: router, up/down experts (no gate), shared experts, optional latent projections
+            e = c.opt("n_routed_experts", 8)
+            latent = c.maybe("moe_latent_size")
+            width = latent or h
+            params += e * h + e * 2 * c.opt("moe_intermediate_size", 7688) * width + \
+                _mlp_params(h, c.opt("moe_shared_expert_intermediate_size", 7688), gated=False, bias=mlp_bias)
+            if latent:
+                params += 2 * h * latent + ((latent + h) if mlp_bias else 0)
     return _Built(layers, params)
 
 
@@ -817,10 +950,12 @@ _FAMILIES = {
     "gpt2": _gpt2, "llama": _llama_like, "mistral": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like,
     "qwen3_moe": _llama_like, "phi3": _llama_like, "falcon": _falcon, "gemma3_text": _gemma3_text,
     "gpt_oss": _gpt_oss, "llama4_text": _llama4_text, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
-    "kimi_k2": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "kimi_k2": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "qwen3_next": _qwen3_next, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "gemma4_text": _gemma4_text, "mimo_v2_flash": _mimo_v2_flash, "mixtral": _llama_like, "minimax_m2": _llama_like, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next,
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
-_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+_WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+             "qwen3_5_moe": "qwen3_5_moe_text"}
 SUPPORTED = tuple(sorted(set(_FAMILIES) | set(_WRAPPERS)))
 
 
@@ -846,14 +981,16 @@ def facts_from_config(raw: dict, name: str = "", where: str = "config.json", sou
     notes = list(built.notes)
     if model_type == "kimi_k2":
         notes.append("kimi_k2 read as the DeepSeek-V3 architecture it uses")
-    if model_type in ("gemma3_text", "llama4_text") and text is not raw:
+    if text is not raw:
         notes.append("weights: the language model only (no vision tower)")
     layers = tuple(built.layers)
     mla_layouts = {}
     if built.mla_per_head is not None:
         mla_layouts = {"mla_latent": layers, "mla_per_head": tuple(built.mla_per_head)}
+    limit = text.get("max_position_embeddings", text.get("n_positions"))
     return ModelFacts(name=name or where, model_type=model_type, layers=layers, weight_params=built.params,
-                      source=source, defaults_used=tuple(dict.fromkeys(c.defaults_used)), notes=tuple(notes),
+                      source=source, max_positions=limit if isinstance(limit, int) and limit > 0 else None,
+                      defaults_used=tuple(dict.fromkeys(c.defaults_used)), notes=tuple(notes),
                       mla_layout="mla_latent" if mla_layouts else None, mla_layouts=mla_layouts)
 
 
@@ -864,7 +1001,17 @@ _LEGACY_CLASSES = {"GPT2Config": "gpt2", "LlamaConfig": "llama", "MistralConfig"
 
 
 def catalogue_names() -> list[str]:
-    return sorted(p.stem for p in CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []
+    """Models in runner/catalogue/ (files with a "config"; mla_layouts.json and the like are not models)."""
+    names = []
+    for path in sorted(CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            names.append(path.stem)  # listed, so that loading it reports what is wrong with it
+            continue
+        if isinstance(entry, dict) and "config" in entry:
+            names.append(path.stem)
+    return names
 
 
 def _catalogue_entry(name: str) -> tuple[dict, str] | None:

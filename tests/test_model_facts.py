@@ -293,3 +293,47 @@ def test_models_command_imports_no_torch():
             "assert not heavy, heavy\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# --- the Models page -----------------------------------------------------------------------------------
+
+
+def test_models_page_answers_first_and_sets_measurements_beside_the_formula():
+    from kvreport.analysis.pages import models as page
+
+    measured = [  # one exact, one off by a byte, one MLA row from a release whose layout was read
+        {"run_id": 1, "model": "llama-3.1-8b", "dtype": "bfloat16", "transformers_version": "5.24.0",
+         "weights_random": True, "seq_len": 512, "batch_size": 2, "kv_bytes": 2 * 512 * 131_072},
+        {"run_id": 2, "model": "llama-3.1-8b", "dtype": "float32", "transformers_version": "5.24.0",
+         "weights_random": True, "seq_len": 512, "batch_size": 1, "kv_bytes": 512 * 262_144 + 1},
+        {"run_id": 3, "model": "no-such-model", "dtype": "float32", "transformers_version": "5.24.0",
+         "weights_random": True, "seq_len": 8, "batch_size": 1, "kv_bytes": 1},
+    ]
+    ctx = page.context(lambda name, **kw: [dict(r) for r in measured] if name == "models_measured" else [], None)
+    rows = ctx.costs["bfloat16"]
+    reaching = [r for r in rows if r["kv_131072"] is not None]
+    assert ctx.answer["most"] is reaching[0] and ctx.answer["least"] is reaching[-1]
+    assert all(a["kv_131072"] >= b["kv_131072"] for a, b in zip(reaching, reaching[1:]))  # the answer column leads
+    by_model = {r["model"]: r for r in rows}
+    assert by_model["llama-3.1-8b"]["kv_131072"] == 131_072 * 131_072
+    assert by_model["gpt2"]["kv_131072"] is None  # past GPT-2's 1,024-token context: no request gets there
+    m = ctx.measured
+    assert [r["match"] for r in m] == [True, False, None]
+    assert m[1]["formula_bytes"] == 512 * 262_144 and "no formula" in m[2]["layout"]
+
+
+def test_dsa_indexer_keys_grow_beside_the_latent():
+    f = facts(**{**DSV3, "model_type": "deepseek_v32", "index_head_dim": 128, "index_n_heads": 64})
+    # every layer: latent 512 + indexer key 128 (keys), rotary key 64 (values)
+    assert f.bytes_per_token(BF16) == 61 * (512 + 128 + 64) * 2
+    glm = facts(**{**DSV3, "model_type": "glm_moe_dsa", "num_hidden_layers": 4, "index_topk_pattern": "FSSF"})
+    assert [layer[0].indexer_head_dim for layer in glm.layers] == [128, 0, 0, 128]  # "shared" layers keep none
+
+
+def test_fits_with_lighter_weights():
+    ds = facts(**DSV3)
+    per_request = ds.engine_cache_bytes(131072, 1, BF16, tp=8)  # the latent, replicated on every rank
+    budget = int(0.9 * 141e9) - -(-ds.weight_params * 1 // 8)   # FP8 weights: one byte per parameter, split 8 ways
+    assert ds.fits(141 * 10**9, 131072, 8, BF16, weight_dtype="float8") == budget // per_request > 0
+    r = _kvreport("models", "llama-3.1-8b", "--json", "--weight-dtype", "float8")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["weight_bytes"]["bytes"] == facts(**LLAMA).weight_params

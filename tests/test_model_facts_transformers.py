@@ -45,6 +45,34 @@ CONFIGS = {
                        num_key_value_heads=2, head_dim=8, vocab_size=64, intermediate_size=48, mamba_num_heads=4,
                        mamba_head_dim=8, n_groups=2, ssm_state_size=8, conv_kernel=4, chunk_size=8,
                        use_mamba_kernels=False),
+    "deepseek_v32": dict(model_type="deepseek_v32", q_lora_rank=24, n_group=2, topk_group=1, index_head_dim=16,
+                         index_n_heads=2, index_topk=4, **MLA),
+    "glm_moe_dsa-shared": dict(model_type="glm_moe_dsa", q_lora_rank=24, index_head_dim=16, index_n_heads=2,
+                               index_topk=4, index_topk_pattern="FSF", **MLA),
+    "gemma4_text-moe-k_eq_v": dict(model_type="gemma4_text", head_dim=16, global_head_dim=24, sliding_window=8,
+                                   attention_k_eq_v=True, num_global_key_value_heads=1, enable_moe_block=True,
+                                   num_experts=4, top_k_experts=2, moe_intermediate_size=16,
+                                   hidden_size_per_layer_input=0, **{**SMALL, "num_hidden_layers": 6}),
+    "gemma4_text-shared-ple": dict(model_type="gemma4_text", head_dim=16, global_head_dim=24, sliding_window=8,
+                                   num_kv_shared_layers=1, use_double_wide_mlp=True, hidden_size_per_layer_input=8,
+                                   vocab_size_per_layer_input=64, **{**SMALL, "num_hidden_layers": 7}),
+    "mimo_v2_flash": dict(model_type="mimo_v2_flash", head_dim=16, v_head_dim=12, sliding_window_size=7,
+                          n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                          **{**SMALL, "num_hidden_layers": 6}),
+    "mixtral-swa": dict(model_type="mixtral", sliding_window=8, num_local_experts=4, num_experts_per_tok=2, **SMALL),
+    "minimax_m2": dict(model_type="minimax_m2", head_dim=16, num_local_experts=4, num_experts_per_tok=2, **SMALL),
+    "qwen3_5_text": dict(model_type="qwen3_5_text", head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                         linear_key_head_dim=8, linear_value_head_dim=8, **SMALL),
+    "qwen3_5_moe_text": dict(model_type="qwen3_5_moe_text", head_dim=16, linear_num_key_heads=2,
+                             linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, num_experts=4,
+                             num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=16,
+                             **SMALL),
+    "nemotron_h-moe": dict(model_type="nemotron_h", hybrid_override_pattern="ME*E", hidden_size=32,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=8, vocab_size=64,
+                           intermediate_size=48, mamba_num_heads=4, mamba_head_dim=8, n_groups=2, ssm_state_size=8,
+                           conv_kernel=4, chunk_size=8, n_routed_experts=4, num_experts_per_tok=2,
+                           moe_intermediate_size=16, moe_shared_expert_intermediate_size=24, moe_latent_size=16,
+                           use_mamba_kernels=False),
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -60,7 +88,9 @@ def _held_bytes(layer) -> tuple[int, int, int]:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
     state = sum(size(t) for name in ("conv_states", "recurrent_states")
                 for t in (getattr(layer, name, None) or {}).values())
-    return size(getattr(layer, "keys", None)), size(getattr(layer, "values", None)), state
+    # a DSA layer's indexer keys grow per token beside the latent: model_facts counts them with the keys
+    keys = size(getattr(layer, "keys", None)) + size(getattr(layer, "indexer_keys", None))
+    return keys, size(getattr(layer, "values", None)), state
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -22,7 +22,7 @@ def _seqs(text: str) -> list[int]:
     return seqs
 
 
-def describe(facts, seqs: list[int], dtype: str, batch: int) -> dict:
+def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str | None = None) -> dict:
     """The JSON record of one model (the keys issue 24 names, plus the detail behind them)."""
     from ..model_facts import BLOCK_TOKENS, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
 
@@ -30,6 +30,7 @@ def describe(facts, seqs: list[int], dtype: str, batch: int) -> dict:
         "name": facts.name,
         "source": facts.source,
         "model_type": facts.model_type,
+        "max_positions": facts.max_positions,
         "dtype": dtype,
         "batch": batch,
         "layers": facts.groups(),
@@ -40,11 +41,14 @@ def describe(facts, seqs: list[int], dtype: str, batch: int) -> dict:
         "engine_cache_bytes": {
             "analytic": True, "rules": VLLM_RULES, "block_tokens": BLOCK_TOKENS,
             "bytes": {str(s): facts.engine_cache_bytes(s, batch, dtype) for s in seqs}},
-        "weight_bytes": {"analytic": True, "params": facts.weight_params, "bytes": facts.weight_bytes(dtype)},
-        "fits": {str(gb): {str(tp): {str(s): facts.fits(gb * 10**9, s, tp, dtype) for s in seqs}
+        "weight_bytes": {"analytic": True, "params": facts.weight_params, "dtype": weight_dtype or dtype,
+                         "bytes": facts.weight_bytes(weight_dtype or dtype)},
+        "fits": {str(gb): {str(tp): {str(s): facts.fits(gb * 10**9, s, tp, dtype, weight_dtype) for s in seqs}
                            for tp in TP_SIZES} for gb in GPU_SIZES_GB},
         "fits_basis": (f"requests of one sequence each whose engine-view cache fits in {GPU_MEMORY_UTILIZATION:g} x "
-                       "GPU bytes (GB = 10^9) minus weights / TP, per GPU; -1: the model keeps no per-request "
+                       "GPU bytes (GB = 10^9) minus weights (in weight_bytes.dtype) / TP, per GPU; KV heads split "
+                       "across ranks (replicated below one head per rank), MLA latent on every rank; activations not "
+                       "subtracted; -1: the model keeps no per-request "
                        "cache; analytic"),
         "defaults_used": list(facts.defaults_used),
         "notes": list(facts.notes),
@@ -74,11 +78,19 @@ def _table(records: list[dict], seqs: list[int], dtype: str, batch: int) -> list
     lines = [f"KV cache per {'request' if batch == 1 else f'batch of {batch}'} in GiB ({dtype}; transformers' "
              "layout), weights and requests that fit on one 80 GB GPU (engine view, analytic)",
              f"{'model':<24} {'weights GB':>10}  {gib}  fits 80GB: {fit}  layers"]
+    beyond = False
     for r in records:
-        cache = "  ".join(f"{r['cache_bytes'][str(s)] / GIB:>8.3f}" for s in seqs)
+        def cell(s):  # "*": past the model's context limit, arithmetic only
+            nonlocal beyond
+            past = r["max_positions"] is not None and s > r["max_positions"]
+            beyond |= past
+            return f"{r['cache_bytes'][str(s)] / GIB:>7.3f}{'*' if past else ' '}"
+        cache = "  ".join(cell(s) for s in seqs)
         fits = " ".join(f"{r['fits']['80']['1'][str(s)]:>5}" for s in seqs)
         lines.append(f"{r['name'][:24]:<24} {r['weight_bytes']['bytes'] / 1e9:>10.1f}  {cache}  "
                      f"{'':>10} {fits}  {_layers_text(r['layers'])}")
+    if beyond:
+        lines.append("* past the model's context limit (max_position_embeddings): arithmetic only")
     return lines
 
 
@@ -91,17 +103,33 @@ def models(
     dtype: Annotated[str, typer.Option("--dtype", help="Cache and weight dtype: float32, float16, bfloat16.")]
     = "bfloat16",
     batch: Annotated[int, typer.Option("--batch", help="Sequences per request batch.")] = 1,
+    weight_dtype: Annotated[str | None, typer.Option(
+        "--weight-dtype", help="Weights' dtype for what fits (default: --dtype), e.g. float8 for an FP8 "
+        "checkpoint.", show_default=False)] = None,
 ):
     """What each model's KV cache costs per request, from its config alone (no torch, nothing downloaded)."""
-    from ..model_facts import DTYPE_BYTES, builtin_names, load
+    from ..model_facts import DTYPE_BYTES, ModelFactsError, builtin_names, load
 
     seqs = _seqs(seq)
     if dtype not in DTYPE_BYTES:
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")
     if batch < 1:
         raise UserError(f"--batch {batch}: must be >= 1")
-    facts = [load(n) for n in (names or builtin_names())]  # every name checked before anything is printed
-    records = [describe(f, seqs, dtype, batch) for f in facts]
+    if weight_dtype is not None and weight_dtype not in DTYPE_BYTES:
+        raise UserError(f"--weight-dtype {weight_dtype}: expected one of {', '.join(DTYPE_BYTES)}")
+    skipped = []
+    if names:
+        facts = [load(n) for n in names]  # every name checked before anything is printed
+    else:  # the whole catalogue: a model the facts do not cover yet is named on stderr, not fatal
+        facts = []
+        for n in builtin_names():
+            try:
+                facts.append(load(n))
+            except ModelFactsError as exc:
+                skipped.append(f"{n} ({str(exc).split('; supported:')[0].removeprefix(f'catalogue model {n}: ')})")
+    records = [describe(f, seqs, dtype, batch, weight_dtype) for f in facts]
+    if skipped:
+        typer.echo(f"not described yet: {'; '.join(skipped)}", err=True)
     if json_out:
         typer.echo(json.dumps(records, indent=2))
         return

@@ -1,0 +1,161 @@
+"""Models: what the KV cache costs for each built-in model, from its published config alone (runner/model_facts.py,
+analytic), with the measured cache sizes of the DB's runs beside it (kv_memory_v2, and the transformers version
+that measured them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvreport.analysis.site import PageSpec
+import kvreport.runner.model_facts as mf
+
+PAGE = PageSpec(slug="models", title="Models", order=5)
+SEQS = (4096, 32768, 131072)
+ANSWER_SEQ = 131072
+FITS_SEQ = 32768
+FITS_COLUMNS = ((24, 1), (80, 1), (141, 1), (192, 1), (80, 8), (141, 8))  # (GPU GB, TP)
+DTYPES = ("bfloat16", "float32")
+KIND_LABELS = {"mla_latent": "MLA", "mla_per_head": "MLA per head", "linear_state": "linear", "mamba_state": "Mamba",
+               "none": "no cache"}
+
+
+def _kinds(facts) -> str:
+    counts: dict[str, int] = {}
+    for g in facts.groups():
+        counts[g["kind"]] = counts.get(g["kind"], 0) + g["count"]
+    return " + ".join(f"{n} {KIND_LABELS.get(k, k)}" for k, n in counts.items() if k != "none")  # MLP-only: no cache
+
+
+def cost_rows(models: list, dtype: str) -> list[dict]:
+    """One row per model: cache of one request at each length (transformers' layout), the engine view, weights
+    and what fits (analytic)."""
+    rows = []
+    for f in models:
+        row = {"model": f.name, "layers": _kinds(f), "weight_bytes": f.weight_bytes(dtype),
+               "engine_128k": f.engine_cache_bytes(ANSWER_SEQ, 1, dtype),
+               "fits_80_tp1": f.fits(80 * 10**9, FITS_SEQ, 1, dtype),
+               "fits_141_tp8": f.fits(141 * 10**9, ANSWER_SEQ, 8, dtype)}
+        for seq in SEQS:  # none past the model's context limit: no request gets there
+            row[f"kv_{seq}"] = f.cache_bytes(seq, 1, dtype) if _reaches(f, seq) else None
+        if not _reaches(f, ANSWER_SEQ):
+            row["engine_128k"] = row["fits_141_tp8"] = None
+        if not _reaches(f, FITS_SEQ):
+            row["fits_80_tp1"] = None
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r[f"kv_{ANSWER_SEQ}"] is None, -(r[f"kv_{ANSWER_SEQ}"] or 0), r["model"]))
+
+
+def _reaches(facts, seq: int) -> bool:
+    return facts.max_positions is None or seq <= facts.max_positions
+
+
+def fits_rows(models: list, dtype: str = "bfloat16") -> list[dict]:
+    rows = []
+    for f in models:
+        row = {"model": f.name}
+        for gb, tp in FITS_COLUMNS:
+            row[f"fits_{gb}_{tp}"] = f.fits(gb * 10**9, FITS_SEQ, tp, dtype) if _reaches(f, FITS_SEQ) else None
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["model"])
+
+
+def every_fit(models: list, dtype: str = "bfloat16") -> list[dict]:
+    return [{"model": f.name, **cell} for f in sorted(models, key=lambda f: f.name)
+            for cell in f.fits_table(SEQS, dtype) if _reaches(f, cell["seq"])]
+
+
+def kind_rows(models: list, dtype: str = "bfloat16") -> tuple[list[dict], list[str]]:
+    """Bytes per cache kind at 128k tokens, and the kinds that occur at all."""
+    rows, present = [], set()
+    for f in models:
+        if not _reaches(f, ANSWER_SEQ):
+            continue
+        by_kind = f.kind_bytes(ANSWER_SEQ, 1, dtype)
+        present |= set(by_kind)
+        rows.append({"model": f.name, **by_kind, "total": f.cache_bytes(ANSWER_SEQ, 1, dtype)})
+    kinds = [k for k in mf.KINDS if k in present]
+    for r in rows:
+        for k in kinds:
+            r.setdefault(k, None)
+    return sorted(rows, key=lambda r: r["model"]), kinds
+
+
+def mla_rows(models: list, dtype: str = "bfloat16") -> list[dict]:
+    rows = []
+    for f in models:
+        if not f.mla_layouts or not _reaches(f, ANSWER_SEQ):
+            continue
+        latent = f.with_mla_layout("mla_latent").cache_bytes(ANSWER_SEQ, 1, dtype)
+        per_head = f.with_mla_layout("mla_per_head").cache_bytes(ANSWER_SEQ, 1, dtype)
+        rows.append({"model": f.name, "latent": latent, "per_head": per_head, "ratio": per_head / latent})
+    return rows
+
+
+def measured_rows(q) -> list[dict]:
+    """The DB's cache measurements beside the formula for the same model, length, batch, dtype and, for MLA,
+    the layout the measuring transformers release was read to use."""
+    out = []
+    cache: dict[str, object] = {}
+    for r in q("models_measured"):
+        name = r["model"]
+        if name not in cache:
+            try:
+                cache[name] = mf.load(name)
+            except mf.ModelFactsError as exc:
+                cache[name] = str(exc)
+        facts = cache[name]
+        row = {**r, "formula_bytes": None, "match": None, "layout": None}
+        if isinstance(facts, str):
+            row["layout"] = "no formula: " + facts
+        elif r["dtype"] in mf.DTYPE_BYTES:
+            if facts.mla_layouts:
+                layout = mf.mla_layout_read_for(r["transformers_version"] or "")
+                row["layout"] = layout or "MLA layout of this release not read"
+                facts = facts.with_mla_layout(layout) if layout else None
+            if facts is not None:
+                row["formula_bytes"] = facts.cache_bytes(r["seq_len"], r["batch_size"], r["dtype"])
+                row["match"] = row["formula_bytes"] == r["kv_bytes"]
+        out.append(row)
+    return out
+
+
+@dataclass
+class ModelsPage:
+    answer: dict | None
+    costs: dict[str, list[dict]]     # dtype -> rows
+    fits: list[dict]
+    every_fit: list[dict]
+    kinds: list[dict]
+    kind_names: list[str]
+    mla: list[dict]
+    mla_versions: list[dict]
+    measured: list[dict]
+    unsupported: list[dict]
+    vllm_rules: str
+    fits_columns_spec: list   # table columns: (key, label, kind)
+    kind_columns_spec: list
+
+
+def context(q, site) -> ModelsPage:
+    models, unsupported = [], []
+    for name in mf.builtin_names():
+        try:
+            models.append(mf.load(name))
+        except mf.ModelFactsError as exc:
+            reason = str(exc).split("; supported:")[0].removeprefix(f"catalogue model {name}: ")
+            unsupported.append({"model": name, "reason": reason})
+    costs = {dtype: cost_rows(models, dtype) for dtype in DTYPES}
+    bf16 = [r for r in costs["bfloat16"] if r[f"kv_{ANSWER_SEQ}"] is not None]
+    answer = None
+    if bf16:
+        most, least = bf16[0], bf16[-1]
+        answer = {"n": len(bf16), "most": most, "least": least, "seq": ANSWER_SEQ,
+                  "ratio": most[f"kv_{ANSWER_SEQ}"] / least[f"kv_{ANSWER_SEQ}"] if least[f"kv_{ANSWER_SEQ}"] else None}
+    kinds, kind_names = kind_rows(models)
+    return ModelsPage(
+        answer=answer, costs=costs, fits=fits_rows(models), every_fit=every_fit(models), kinds=kinds,
+        kind_names=kind_names, mla=mla_rows(models),
+        mla_versions=[{"transformers": v, "layout": layout} for v, layout in mf.MLA_LAYOUT_BY_TRANSFORMERS.items()],
+        measured=measured_rows(q), unsupported=unsupported, vllm_rules=mf.VLLM_RULES,
+        fits_columns_spec=[(f"fits_{gb}_{tp}", f"{gb} GB" if tp == 1 else f"{tp} × {gb} GB", "int")
+                           for gb, tp in FITS_COLUMNS],
+        kind_columns_spec=[(k, k.replace("_", " "), "bytes") for k in kind_names])
