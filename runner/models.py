@@ -56,7 +56,9 @@ CATALOGUE = Path(__file__).resolve().parent / "catalogue"
 
 
 def catalogue_names() -> list[str]:
-    return sorted(p.stem for p in CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []
+    from .model_facts import catalogue_names as names  # torch-free; skips files that are not models
+
+    return names()
 
 
 def builtin_names() -> list[str]:
