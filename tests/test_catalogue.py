@@ -41,9 +41,9 @@ def test_entry_is_a_sourced_published_config(path):
 def test_the_catalogue_replaces_the_hand_written_builtins():
     """A name with a catalogue entry is built from the published file: runner/models.py keeps hand-written
     hyperparameters only for the names the catalogue does not carry (one source per name)."""
-    from kvreport.runner.models import BUILTIN, builtin_names, resolve
+    from kvreport.runner.models import BUILTIN, builtin_names, catalogue_names, resolve
 
-    names = {p.stem for p in CATALOGUE.glob("*.json")}
+    names = set(catalogue_names())
     assert names and not names & set(BUILTIN)
     assert names <= set(builtin_names())
     for name in sorted(names)[:3]:

@@ -12,7 +12,7 @@ The formula rows follow runner/model_facts.py's cache_bytes(seq) (windows, chunk
 its analytic weight bytes, for every built-in the facts describe: a model whose cache stops growing (every
 layer windowed or a constant state) may never reach its weights, and the row's note says so. A replica's
 measured row prices its weights from the facts too (the replica's own weights are not the model's).
-The analytic capacity table (kv_fits_formula, see kv_pressure_v3.formula_fits_rows) is written here, since
+The analytic capacity table (kv_fits_formula, see kv_formula.fits_rows) is written here, since
 this experiment runs on replicas as well.
 """
 from __future__ import annotations
@@ -148,7 +148,7 @@ def measured_bytes_per_token(ctx: RunContext) -> float:
 
 def run(ctx: RunContext) -> Result:
     from ..devices import dtype_name
-    from .kv_pressure_v3 import formula_fits_rows
+    from ..kv_formula import fits_rows
 
     loaded = ctx.loaded
     shape = kv_shape(loaded.full_config)
@@ -177,7 +177,7 @@ def run(ctx: RunContext) -> Result:
         rows.extend(got)
         if not got:
             skipped.append(name)
-    fits = formula_fits_rows(loaded.name, facts, dtype) if facts is not None else []
+    fits = fits_rows(loaded.name, facts, dtype) if facts is not None else []
     one = {(r["model"], r["source"]): r for r in rows if r["batch_size"] == 1}
     me = one[loaded.name, "measured"]
     where = (f"{me['crossover_tokens']:,.0f} tokens" if me["crossover_tokens"] is not None else "never")
