@@ -8,7 +8,7 @@
 - 4.4x:  DynamicCache with parallel `.key_cache` / `.value_cache` lists; Mamba hybrids' caches
          (HybridMambaAttentionDynamicCache and kin) add `.conv_states` / `.ssm_states` lists.
 - older: a tuple of (key, value) tuples ("legacy cache").
-Every tensor a layer holds is counted (K, V, conv and recurrent states, an indexer's keys); 0-d tensors are
+Every tensor a layer holds is counted (K, V, conv and recurrent states; an indexer's keys with K); 0-d tensors are
 bookkeeping (a window length, a counter) and are not. A layer object of a class this module does not know
 raises CacheLayoutError naming it: a cache we cannot read must never be reported as smaller than it is.
 """
@@ -38,11 +38,15 @@ class LayerCache:
     layer_class: str                  # e.g. DynamicSlidingWindowLayer, LinearAttentionLayer
     keys: object | None = None        # tensor or None
     values: object | None = None
-    states: list = field(default_factory=list)  # [(name, tensor)]: conv/recurrent states, indexer keys
+    states: list = field(default_factory=list)  # [(name, tensor)]: conv/recurrent states
+    # Other per-token key tensors beside K (a sparse-attention indexer's keys, DeepSeek-V3.2 / GLM-5):
+    # counted with K, as they grow with the sequence as K does.
+    extra_keys: list = field(default_factory=list)  # [(name, tensor)]
 
     @property
     def k_bytes(self) -> int:
-        return tensor_bytes(self.keys) if self.keys is not None else 0
+        own = tensor_bytes(self.keys) if self.keys is not None else 0
+        return own + sum(tensor_bytes(t) for _, t in self.extra_keys)
 
     @property
     def v_bytes(self) -> int:
@@ -62,7 +66,8 @@ class LayerCache:
         return int(self.keys.shape[-2]) if self.keys is not None and self.keys.dim() >= 2 else None
 
     def tensors(self) -> list:
-        return [t for t in (self.keys, self.values) if t is not None] + [t for _, t in self.states]
+        return ([t for t in (self.keys, self.values) if t is not None] + [t for _, t in self.extra_keys]
+                + [t for _, t in self.states])
 
 
 def _mro_names(obj) -> set[str]:
@@ -103,9 +108,10 @@ def read_layer(index: int, layer) -> LayerCache:
         else:
             # Anything else that holds a multi-element tensor is cache contents (conv/recurrent states,
             # an indexer's keys, quantized K/V); 0-d tensors are bookkeeping (window length, counters).
+            target = out.extra_keys if attr.endswith("_keys") else out.states
             for i, t in enumerate(_tensors_in(value)):
                 if t.dim() > 0:
-                    out.states.append((f"{attr}[{i}]" if not _is_tensor(value) else attr, t))
+                    target.append((f"{attr}[{i}]" if not _is_tensor(value) else attr, t))
     return out
 
 

@@ -77,7 +77,8 @@ _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_m
 _WIDTH_FIELDS = ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
                  "ffn_hidden_size", "expert_intermediate_size", "n_inner", "mlp_hidden_size")
 _EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
-_TOP_K_FIELDS = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k")
+_TOP_K_FIELDS = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k", "top_k_experts", "moe_top_k",
+                 "num_experts_per_token")
 _PER_LAYER_STRINGS = ("hybrid_override_pattern",)  # one character per layer
 # The SSD (Mamba-2) scan's block length: how the state is computed, not what it is; the torch fallback
 # pads every prefill to a whole block, so a small one keeps a CPU replica fast. Only shrunk in configs with
@@ -297,6 +298,11 @@ def register_cache_only_attention() -> str:
                            device=query.device), None
 
     AttentionInterface.register(CACHE_ONLY_ATTENTION, cache_only_attention)
+    # Masks as for sdpa: some layers read the mask themselves (DeepSeek-V3.2 / GLM-5's sparse-attention
+    # indexer picks its top-k keys under it).
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    AttentionMaskInterface.register(CACHE_ONLY_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
     return CACHE_ONLY_ATTENTION
 
 

@@ -58,7 +58,12 @@ def _check(loaded, facts, seqs, dtype: str):
 @pytest.mark.parametrize("name", [n for n in catalogue_names()])
 def test_catalogue_replica_matches_facts_per_layer(name):
     facts = _facts_or_skip(name)
-    loaded = load_model(name, CPU, torch.float32, budget_bytes=BUDGET, force_replica="per_kind")
+    try:
+        loaded = load_model(name, CPU, torch.float32, budget_bytes=BUDGET, force_replica="per_kind")
+    except ModelError as exc:  # an older transformers (the GPU image's) may not know a 2026 architecture
+        if "is not an architecture transformers" not in str(exc):
+            raise
+        pytest.skip(str(exc))
     assert loaded.is_replica and json.loads(loaded.build_json())["weights"] == "random"
     seqs = _seqs(facts)
     _check(loaded, facts, seqs, "float32")
