@@ -37,17 +37,32 @@ def _seqs(facts) -> list[int]:
     return sorted(seqs)
 
 
+# Where the installed transformers lays a cache out differently from the release the facts follow (5.24),
+# measured here: the test must then fail (strict xfail), so a fix on either side is noticed.
+VERSION_DIFFERENCES = {
+    ("mimo-v2-flash", "5.17.0"): "transformers 5.17 keeps sliding_window_size - 1 tokens in MiMo's sliding "
+                                 "layers; 5.24 (the facts) one more",
+}
+# Architectures whose MLA layout per release the facts pinned (read in deepseek_v3's source); the sparse
+# attention ones (deepseek_v32, glm_moe_dsa) cache per-head K/V in 5.17 and the latent in 5.24: measured.
+PINNED_MLA = ("deepseek_v3", "deepseek_v2", "kimi_k2")
+
+
 def _check(loaded, facts, seqs, dtype: str):
     import transformers
+
+    from kvreport.runner.experiments.kv_memory_v2 import _mla_layout
 
     for batch in (1, 2):
         for seq in seqs:
             layers, _ = measure_layers(loaded, torch.zeros(batch, seq, dtype=torch.long))
             f = facts
-            if facts.mla_layouts:  # the installed transformers decides the layout; known releases are pinned
-                layout = model_facts.mla_layout_read_for(transformers.__version__)
-                if layout is not None:
-                    f = facts.with_mla_layout(layout)
+            if facts.mla_layouts:  # the installed transformers decides the layout: the measurement says which
+                f, layout = _mla_layout(facts, layers, seq, batch, dtype)
+                assert layout in facts.mla_layouts, (loaded.name, layout)
+                pinned = model_facts.mla_layout_read_for(transformers.__version__)
+                if facts.model_type in PINNED_MLA and pinned is not None:
+                    assert layout == pinned, (loaded.name, layout, pinned)
             expected = [f.layer_cache_bytes(i, seq, batch, dtype) for i in range(len(f.layers))]
             got = [{"k_bytes": r["k_bytes"], "v_bytes": r["v_bytes"], "state_bytes": r["state_bytes"]}
                    for r in layers]
@@ -56,8 +71,13 @@ def _check(loaded, facts, seqs, dtype: str):
 
 
 @pytest.mark.parametrize("name", [n for n in catalogue_names()])
-def test_catalogue_replica_matches_facts_per_layer(name):
+def test_catalogue_replica_matches_facts_per_layer(name, request):
+    import transformers
+
     facts = _facts_or_skip(name)
+    known = VERSION_DIFFERENCES.get((name, transformers.__version__))
+    if known:
+        request.applymarker(pytest.mark.xfail(reason=known, strict=True))
     try:
         loaded = load_model(name, CPU, torch.float32, budget_bytes=BUDGET, force_replica="per_kind")
     except ModelError as exc:  # an older transformers (the GPU image's) may not know a 2026 architecture
