@@ -2,6 +2,10 @@
 
 bytes/token = 2 (K and V) x n_layers x n_kv_heads x d_head x dtype_bytes
 
+Where runner/model_facts.py describes the architecture (MLA, chunked attention, layer patterns, linear-attention
+and Mamba states), `facts_for` returns its per-layer facts and callers use those; `kv_shape` stays for the K/V
+geometry columns and for architectures the facts do not know.
+
 Real configs complicate the textbook formula in three places, all handled here:
 - grouped/multi-query attention: the cache holds `num_key_value_heads`, not `num_attention_heads`;
 - an explicit `head_dim` that is not hidden_size / n_heads (Gemma, some Qwen variants);
@@ -87,3 +91,54 @@ def kv_shape(config) -> KVShape:
 
 def formula_bytes_per_token(config, dtype_bytes: int = 2) -> int:
     return kv_shape(config).bytes_per_token(dtype_bytes)
+
+
+def facts_for(loaded):
+    """runner/model_facts.py's description of a loaded model (from its config.json), or None when the facts
+    do not know its architecture. Cached on the LoadedModel."""
+    cached = getattr(loaded, "_facts", False)
+    if cached is not False:
+        return cached
+    from .model_facts import ModelFactsError, facts_from_config
+
+    facts = None
+    raw = getattr(loaded, "raw_config", None)
+    if raw is not None:
+        try:
+            facts = facts_from_config(raw, name=loaded.name, source=loaded.source)
+        except ModelFactsError:
+            facts = None
+    try:
+        loaded._facts = facts
+    except AttributeError:
+        pass
+    return facts
+
+
+FITS_SEQS = (4096, 32768, 131072)
+
+
+def fits_rows(model: str, facts, dtype: str) -> list[dict]:
+    """Analytic capacity, never measured: per GPU size (24, 80, 141, 192 GB) and tensor-parallel degree, how
+    many requests of 4k, 32k and 128k tokens fit beside the weights, with 90% of the GPU planned (vLLM's
+    default). Two views: transformers' layout (model_facts.cache_bytes, TP 1 only: transformers does not
+    shard a cache) and the paged engine's (model_facts.fits: pages of 16 tokens, KV heads split across ranks,
+    MLA latent replicated)."""
+    from ..model_facts import GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
+
+    weights = facts.weight_bytes(dtype)
+    rows = []
+    for gb in GPU_SIZES_GB:
+        for tp in TP_SIZES:
+            for seq in FITS_SEQS:
+                budget = int(GPU_MEMORY_UTILIZATION * gb * 10**9) - -(-weights // tp)
+                per_req = facts.cache_bytes(seq, 1, dtype) if tp == 1 else None
+                engine = facts.engine_cache_bytes(seq, 1, dtype, tp)
+                rows.append({
+                    "model": model, "source": "formula", "dtype": dtype, "gpu_gb": gb, "tp": tp, "seq_len": seq,
+                    "weight_bytes": weights, "cache_bytes_per_request": per_req,
+                    "requests_transformers": (max(0, budget) // per_req) if per_req else None,
+                    "engine_bytes_per_request": engine, "requests_engine": facts.fits(gb * 10**9, seq, tp, dtype),
+                    "rules": f"{GPU_MEMORY_UTILIZATION:g} x GPU memory minus weights/TP; engine view: {VLLM_RULES}",
+                })
+    return rows

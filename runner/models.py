@@ -6,6 +6,8 @@ weight values, so random weights measure the same cache; every run records which
 """
 from __future__ import annotations
 
+import copy
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,19 +19,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
+# Built-in names: runner/catalogue/<name>.json (published config.json files with their sources) first, then
+# the hand-written architectures below for the names the catalogue does not carry yet.
 # name -> (config class, hyperparameters), copied from each model's published config.json.
 BUILTIN: dict[str, tuple[str, dict]] = {
     "gpt2": ("GPT2Config", dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
     "gpt2-medium": ("GPT2Config", dict(n_layer=24, n_head=16, n_embd=1024, n_positions=1024, vocab_size=50257)),
-    "gpt2-large": ("GPT2Config", dict(n_layer=36, n_head=20, n_embd=1280, n_positions=1024, vocab_size=50257)),
-    "gpt2-xl": ("GPT2Config", dict(n_layer=48, n_head=25, n_embd=1600, n_positions=1024, vocab_size=50257)),
     "llama-2-7b": ("LlamaConfig", dict(
         hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=32, vocab_size=32000, max_position_embeddings=4096, rms_norm_eps=1e-5)),
-    "llama-3.1-8b": ("LlamaConfig", dict(
-        hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
-        rope_theta=500000.0)),
     "mistral-7b": ("MistralConfig", dict(  # v0.1: the release with a 4096-token sliding window
         hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=8, vocab_size=32000, max_position_embeddings=32768, sliding_window=4096,
@@ -43,6 +41,8 @@ BUILTIN: dict[str, tuple[str, dict]] = {
         num_key_value_heads=4, vocab_size=152064, max_position_embeddings=32768, tie_word_embeddings=False,
         rms_norm_eps=1e-6, rope_theta=1000000.0, use_sliding_window=False, sliding_window=131072)),
 }
+_LEGACY_MODEL_TYPES = {"GPT2Config": "gpt2", "LlamaConfig": "llama", "MistralConfig": "mistral",
+                       "Qwen2Config": "qwen2"}
 
 # A GPT-2-shaped toy for tests and --quick smoke runs on slow CPUs; not listed as a real architecture.
 TEST_MODELS: dict[str, tuple[str, dict]] = {
@@ -52,10 +52,67 @@ TEST_MODELS: dict[str, tuple[str, dict]] = {
         hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, vocab_size=512, max_position_embeddings=512)),
 }
+CATALOGUE = Path(__file__).resolve().parent / "catalogue"
+
+
+def catalogue_names() -> list[str]:
+    from .model_facts import catalogue_names as names  # torch-free; skips files that are not models
+
+    return names()
+
+
+def builtin_names() -> list[str]:
+    """Every built-in architecture: the catalogue's and the hand-written ones it does not carry."""
+    return sorted(set(catalogue_names()) | set(BUILTIN))
 
 
 class ModelError(UserError):
     """A model name or path that cannot be loaded; the message says why and what would work."""
+
+
+# Files whose presence makes a folder a checkpoint (real weights) rather than a config-only folder.
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json")
+# Fields that never reach the cache, shrunk in a replica (MLP and expert widths), and what they become.
+_WIDTH_FIELDS = ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
+                 "ffn_hidden_size", "expert_intermediate_size", "n_inner", "mlp_hidden_size")
+_EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
+_TOP_K_FIELDS = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k", "top_k_experts", "moe_top_k",
+                 "num_experts_per_token")
+_PER_LAYER_STRINGS = ("hybrid_override_pattern",)  # one character per layer
+# The SSD (Mamba-2) scan's block length: how the state is computed, not what it is; the torch fallback
+# pads every prefill to a whole block, so a small one keeps a CPU replica fast. Only shrunk in configs with
+# a Mamba state (Llama 4's attention_chunk_size is a different field and is always kept).
+_SCAN_CHUNK_FIELDS = ("chunk_size", "mamba_chunk_size")
+_SSM_MARKERS = ("ssm_state_size", "mamba_d_state", "mamba_n_heads", "mamba_num_heads", "mamba_d_ssm")
+REPLICA_SCAN_CHUNK = 8
+REPLICA_WIDTH = 16
+REPLICA_VOCAB = 512
+REPLICA_HIDDEN = 64
+CACHE_ONLY_ATTENTION = "kvreport_cache_only"
+# Fields a config.json carries that would make random weights need a quantization kernel or remote code.
+_DROPPED_FIELDS = ("quantization_config", "auto_map")
+
+
+# What still runs on a replica: the cache sizes (exact) and the analytic crossover and fits. Everything timed
+# (decode, interference, pressure, compaction...) would time a model that is not the published one.
+REPLICA_EXPERIMENTS = ("kv_memory_v2", "kv_crossover_v3")
+
+
+def replica_skip_reason(loaded) -> str:
+    return (f"{loaded.name} was built as a KV-faithful replica ({loaded.replica['instantiated']}; shrunk: "
+            f"{', '.join(sorted(loaded.replica['shrunk'])) or 'nothing'}): its cache sizes are exact, but timings "
+            "and memory pressure would measure a different model")
+
+
+@dataclass
+class ModelSpec:
+    """Where a --model value points: its config as JSON and how it may be built."""
+    name: str
+    raw: dict | None         # the config.json dict (None for a checkpoint: transformers reads the folder)
+    origin: str              # builtin | checkpoint | config_file | config_folder
+    source: str              # what rows record: builtin:<name> (<published source>), local:<path>, config:<path>
+    path: Path | None = None
 
 
 @dataclass
@@ -64,7 +121,26 @@ class LoadedModel:
     config: object
     model: object | None  # None when only the config was asked for
     weights_random: bool
-    source: str  # "builtin" | "local:<path>"
+    source: str  # "builtin:..." | "local:<path>" | "config:<path>"
+    raw_config: dict | None = None
+    # What was built when the model is a KV-faithful replica (None: the model itself): JSON-able.
+    replica: dict | None = None
+    # Replicas built one layer per cache kind: full-model layer index -> index of the layer built for it.
+    layer_map: list[int] | None = None
+    # The published architecture's config (a replica's `config` is the shrunk one it was built from).
+    full_config: object | None = None
+
+    def __post_init__(self):
+        if self.full_config is None:
+            self.full_config = self.config
+
+    @property
+    def is_replica(self) -> bool:
+        return self.replica is not None
+
+    def build_json(self) -> str:
+        """The JSON text rows carry: what was instantiated and what was shrunk."""
+        return json.dumps(self.replica or {"instantiated": "full model", "shrunk": {}}, sort_keys=True)
 
     def weight_bytes(self) -> int:
         if self.model is None:
@@ -78,7 +154,6 @@ class LoadedModel:
             total += p.numel() * p.element_size()
         return total
 
-
     def step_weight_bytes(self) -> int:
         """Weight bytes one decode step streams from memory: all of them except an input embedding table
         that is not shared with the output layer, since a lookup reads only the new tokens' rows (for
@@ -91,74 +166,390 @@ class LoadedModel:
         return total
 
 
-def _config_class(name: str):
+def _quiet_transformers():
     import transformers
 
     transformers.logging.set_verbosity_error()  # config lint chatter is noise in a measurement log
-    return getattr(transformers, name)
+    return transformers
 
 
-def builtin_config(name: str):
-    table = {**BUILTIN, **TEST_MODELS}
-    if name not in table:
-        raise ModelError(f"unknown model {name!r}; built-in models: {', '.join(BUILTIN)} "
-                         "(or give the path of a local Hugging Face checkpoint folder)")
-    cls_name, kwargs = table[name]
-    return _config_class(cls_name)(**kwargs)
+def _read_config_json(path: Path) -> dict:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ModelError(f"{path}: a config.json must be a JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def _catalogue_spec(name: str) -> ModelSpec:
+    path = CATALOGUE / f"{name}.json"
+    entry = _read_config_json(path)
+    if not isinstance(entry.get("config"), dict):
+        raise ModelError(f"{path}: a catalogue entry needs a 'config' object")
+    src = entry.get("source") or {}
+    where = f"{src.get('repo')}/{src.get('file')}@{src.get('revision')}" if isinstance(src, dict) else str(src)
+    return ModelSpec(name, entry["config"], "builtin", f"builtin:{name} ({where})")
 
 
 def is_local_path(name: str) -> bool:
-    return os.sep in name or name.startswith(".") or Path(name).exists()
+    return os.sep in name or name.startswith(".") or name.endswith(".json") or Path(name).exists()
+
+
+def resolve(name: str) -> ModelSpec:
+    """A built-in name, a checkpoint folder, a config.json file or a folder holding only a config.json."""
+    if name in catalogue_names():
+        return _catalogue_spec(name)
+    table = {**BUILTIN, **TEST_MODELS}
+    if name in table:
+        cls_name, kwargs = table[name]
+        return ModelSpec(name, {"model_type": _LEGACY_MODEL_TYPES[cls_name], **kwargs}, "builtin",
+                         f"builtin:{name} (runner/models.py)")
+    if not is_local_path(name):
+        raise ModelError(f"unknown model {name!r}; built-in models: {', '.join(builtin_names())} "
+                         "(or give a config.json file, or a folder with a config.json, with or without weights)")
+    path = Path(name)
+    if not path.exists():
+        raise ModelError(f"{name}: no such folder or config.json file (and not a built-in model: {', '.join(builtin_names())})")
+    if path.is_file():
+        return ModelSpec(name, _read_config_json(path), "config_file", f"config:{path}", path)
+    if not (path / "config.json").is_file():
+        raise ModelError(f"{name}: not a Hugging Face model folder (no config.json in it)")
+    if any((path / f).is_file() for f in _WEIGHT_FILES):
+        return ModelSpec(name, None, "checkpoint", f"local:{path}", path)
+    return ModelSpec(name, _read_config_json(path / "config.json"), "config_folder", f"config:{path}", path)
+
+
+def config_from_dict(raw: dict, where: str):
+    """A transformers config of the language model `raw` describes (a multimodal config's text_config), and
+    notes on what was read differently from the file. Nothing downloads; remote code is never run."""
+    transformers = _quiet_transformers()
+    from transformers import CONFIG_MAPPING
+
+    raw = {k: v for k, v in raw.items() if k not in _DROPPED_FIELDS}
+    notes = []
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        raise ModelError(f"{where}: config field 'model_type' is missing")
+    if model_type not in CONFIG_MAPPING:
+        # A re-badged architecture (Kimi-K2's kimi_k2 is DeepseekV3ForCausalLM) is built as the class it names.
+        arch = next((a for a in raw.get("architectures") or [] if hasattr(transformers, str(a))), None)
+        if arch is None:
+            raise ModelError(f"{where}: model_type {model_type!r} is not an architecture transformers "
+                             f"{transformers.__version__} knows (and no known class in 'architectures')")
+        known = getattr(transformers, arch).config_class.model_type
+        notes.append(f"model_type {model_type} is not in transformers {transformers.__version__}; "
+                     f"built as {known} (architectures: {arch})")
+        model_type = known
+    raw = {**raw, "model_type": model_type}
+    try:
+        config = CONFIG_MAPPING[model_type].from_dict(raw)
+    except Exception as exc:  # noqa: BLE001 - a config transformers rejects is the file's problem
+        raise ModelError(f"{where}: transformers cannot build a {model_type} config: "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if text is not config:
+        notes.append(f"multimodal {model_type}: the language model ({text.model_type}) is built")
+        config = text
+    return config, notes
+
+
+def builtin_config(name: str):
+    if name not in catalogue_names() and name not in BUILTIN and name not in TEST_MODELS:
+        raise ModelError(f"unknown model {name!r}; built-in models: {', '.join(builtin_names())} "
+                         "(or give a config.json file, or a folder with a config.json, with or without weights)")
+    spec = resolve(name)
+    return config_from_dict(spec.raw, f"built-in model {name}")[0]
 
 
 def load_config(name: str):
-    if name in BUILTIN or name in TEST_MODELS:
-        return builtin_config(name), True, "builtin"
-    if is_local_path(name):
-        path = Path(name)
-        if not path.exists():
-            raise ModelError(f"{name}: no such folder (and not a built-in model: {', '.join(BUILTIN)})")
-        if not (path / "config.json").is_file():
-            raise ModelError(f"{name}: not a Hugging Face checkpoint folder (no config.json in it)")
+    """(config, random_weights, source) for any --model value."""
+    spec = resolve(name)
+    if spec.origin == "checkpoint":
+        _quiet_transformers()
         from transformers import AutoConfig
 
         try:
-            return AutoConfig.from_pretrained(path, local_files_only=True), False, f"local:{path}"
+            return AutoConfig.from_pretrained(spec.path, local_files_only=True), False, spec.source
         except Exception as exc:  # noqa: BLE001 - any parse failure becomes one clear message
-            raise ModelError(f"{path / 'config.json'}: cannot read config: {exc}") from None
-    builtin_config(name)  # raises the error that lists the choices
-    raise AssertionError("unreachable")
+            raise ModelError(f"{spec.path / 'config.json'}: cannot read config: {exc}") from None
+    where = f"built-in model {name}" if spec.origin == "builtin" else str(
+        spec.path / "config.json" if spec.origin == "config_folder" else spec.path)
+    return config_from_dict(spec.raw, where)[0], True, spec.source
 
 
-def load_model(name: str, device, dtype) -> LoadedModel:
-    """Instantiate on `device` in `dtype` directly, so a 7B model never lands in host RAM at float32."""
+# --------------------------------------------------------------------------------------------- replicas
+
+def register_cache_only_attention() -> str:
+    """An attention function that returns zeros of the right shape. The cache is written by the model's
+    own attention module before this is called (`cache.update(...)`), so every cached tensor is the
+    model's; only the attention arithmetic, which never reaches the cache, is skipped. Used on replicas,
+    whose timed experiments are skipped anyway: a prefill past a 8k-token chunk costs seconds, not minutes."""
+    from transformers import AttentionInterface
+
+    def cache_only_attention(module, query, key, value, attention_mask, **kwargs):
+        import torch
+
+        batch, _heads, q_len, _ = query.shape
+        return torch.zeros(batch, q_len, query.shape[1], value.shape[-1], dtype=query.dtype,
+                           device=query.device), None
+
+    AttentionInterface.register(CACHE_ONLY_ATTENTION, cache_only_attention)
+    # Masks as for sdpa: some layers read the mask themselves (DeepSeek-V3.2 / GLM-5's sparse-attention
+    # indexer picks its top-k keys under it).
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    AttentionMaskInterface.register(CACHE_ONLY_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    return CACHE_ONLY_ATTENTION
+
+
+def _instantiate(config, device, dtype, attention: str | None = None):
     import torch
     from transformers import AutoModelForCausalLM
 
-    config, random_weights, source = load_config(name)
+    prev = torch.get_default_dtype()
+    torch.manual_seed(0)
+    kwargs = {"attn_implementation": attention} if attention else {}
+    try:
+        torch.set_default_dtype(dtype)
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, **kwargs)
+    finally:
+        torch.set_default_dtype(prev)
+    model.to(dtype=dtype)
+    model.config.use_cache = True
+    return model.eval()
+
+
+def meta_parameter_count(config) -> int:
+    """Parameters of the model `config` describes, counted on the meta device (nothing allocated)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    seen, total = set(), 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
+
+
+def _n_layers(config) -> int:
+    return int(config.num_hidden_layers)
+
+
+def _per_layer_attrs(config) -> list[str]:
+    """Config fields with one entry per layer (layer_types, a hybrid pattern string): kept, and cut to the
+    built layers when a replica builds fewer."""
+    n = _n_layers(config)
+    out = []
+    for attr, value in vars(config).items():
+        if attr.startswith("_"):
+            continue
+        if isinstance(value, (list, tuple)) and len(value) == n and n > 1:
+            out.append(attr)
+        elif attr in _PER_LAYER_STRINGS and isinstance(value, str) and len(value) == n:
+            out.append(attr)
+    return out
+
+
+def _layer_signatures(config, facts) -> list[tuple]:
+    """What makes two layers' caches alike: the facts' cache specs and every per-layer config field."""
+    attrs = _per_layer_attrs(config)
+    n = _n_layers(config)
+    sigs = []
+    for i in range(n):
+        spec = facts.layers[i] if facts is not None and len(facts.layers) == n else None
+        sigs.append((spec, tuple(getattr(config, a)[i] for a in attrs)))
+    return sigs
+
+
+def _cut_layers(config, n: int):
+    attrs = _per_layer_attrs(config)
+    for attr in attrs:
+        setattr(config, attr, getattr(config, attr)[:n])
+    config.num_hidden_layers = n
+    return config
+
+
+def _shrink(config, shrunk: dict) -> None:
+    """MLP/expert widths, expert counts (top-k kept within them) and vocab: none of them reaches the cache."""
+    def set_(attr, value):
+        old = getattr(config, attr, None)
+        if isinstance(old, int) and not isinstance(old, bool) and old > value:
+            setattr(config, attr, value)
+            shrunk[attr] = [old, value]
+
+    for attr in _WIDTH_FIELDS:
+        set_(attr, REPLICA_WIDTH)
+    top_k = max([getattr(config, a) for a in _TOP_K_FIELDS if isinstance(getattr(config, a, None), int)] or [1])
+    n_group = getattr(config, "n_group", None) or 1
+    topk_group = getattr(config, "topk_group", None) or n_group
+    # DeepSeek-style group routing scores each group by its top-2 experts and picks top-k among topk_group
+    # groups: every group needs at least 2 experts and the chosen groups at least top-k in all.
+    experts = n_group * max(2, -(-top_k // topk_group)) if n_group > 1 else max(2, top_k)
+    for attr in _EXPERT_COUNT_FIELDS:
+        set_(attr, experts)
+    set_("vocab_size", REPLICA_VOCAB)
+    if any(getattr(config, m, None) is not None for m in _SSM_MARKERS):
+        for attr in _SCAN_CHUNK_FIELDS:
+            set_(attr, REPLICA_SCAN_CHUNK)
+    for attr, value in list(vars(config).items()):
+        if attr.endswith("_token_id") and isinstance(value, int) and value >= getattr(config, "vocab_size", 0):
+            setattr(config, attr, None)
+            shrunk[attr] = [value, None]
+
+
+def _probe_layer_bytes(config, prefix: int, hidden: int) -> list[int] | None:
+    """Per-layer cache bytes of a `prefix`-layer build at hidden width `hidden` after 3 tokens, or None
+    when the architecture cannot be built at that width."""
+    import torch
+
+    from .kv_cache import forward_with_cache, read_cache
+
+    probe = _cut_layers(copy.deepcopy(config), prefix)
+    probe.hidden_size = hidden
+    try:
+        model = _instantiate(probe, "cpu", torch.float32, register_cache_only_attention())
+        with torch.no_grad():
+            _, cache = forward_with_cache(model, torch.zeros(1, 3, dtype=torch.long))
+        return [layer.total_bytes for layer in read_cache(cache)]
+    except Exception:  # noqa: BLE001 - a width the architecture rejects means: keep the published width
+        return None
+
+
+def _prefix_length(sigs: list[tuple]) -> tuple[int, list[int]]:
+    """The shortest prefix holding a layer of every distinct signature, and for each layer the prefix layer
+    that stands for it."""
+    first: dict = {}
+    for i, sig in enumerate(sigs):
+        first.setdefault(sig, i)
+    return max(first.values()) + 1, [first[sig] for sig in sigs]
+
+
+def model_budget_bytes(device) -> int:
+    """Bytes of weights a build may take: KVREPORT_MODEL_BUDGET_GB, else 60% of free GPU memory, or on
+    the CPU min(8 GiB, 25% of RAM)."""
+    raw = os.environ.get("KVREPORT_MODEL_BUDGET_GB")
+    if raw:
+        try:
+            return int(float(raw) * 2**30)
+        except ValueError:
+            raise ModelError(f"environment variable KVREPORT_MODEL_BUDGET_GB={raw!r}: not a number") from None
+    if getattr(device, "type", str(device)) == "cuda":
+        from .probes import cuda_free_bytes
+
+        return int(0.6 * cuda_free_bytes(device)[0])
+    from .probes import host_total_bytes
+
+    return int(min(8 * 2**30, 0.25 * host_total_bytes()))
+
+
+def plan_replica(config, raw: dict | None, dtype_bytes: int, budget_bytes: int, facts=None,
+                 force: bool | str = False) -> tuple[object, dict | None, list[int] | None]:
+    """(config to build, replica record or None for the model itself, layer map or None).
+
+    The model itself when its weights fit the budget (and not `force`); else a KV-faithful replica: every
+    attention field and the layer pattern kept, MLP/expert widths, expert count and vocab shrunk, the hidden
+    width too when two probe builds at different widths hold the same cache; and where even that does not
+    fit, one layer per distinct cache kind (the shortest prefix holding each), the others measured as it.
+    `force`: True builds a replica even when the model fits; "per_kind" builds the one-layer-per-kind replica
+    whatever the budget (the smallest build: tests)."""
+    full_params = meta_parameter_count(config)
+    if not force and full_params * dtype_bytes <= budget_bytes:
+        return config, None, None
+    replica = copy.deepcopy(config)
+    shrunk: dict = {}
+    _shrink(replica, shrunk)
+    if facts is None and raw is not None:
+        facts = _facts_or_none(raw)
+    sigs = _layer_signatures(replica, facts)
+    prefix, layer_map = _prefix_length(sigs)
+    hidden = int(replica.hidden_size)
+    if hidden > REPLICA_HIDDEN:
+        small = _probe_layer_bytes(replica, prefix, REPLICA_HIDDEN)
+        if small is not None and small == _probe_layer_bytes(replica, prefix, 2 * REPLICA_HIDDEN):
+            replica.hidden_size = REPLICA_HIDDEN
+            shrunk["hidden_size"] = [hidden, REPLICA_HIDDEN]
+    record = {"of": getattr(config, "model_type", None), "layers": _n_layers(config), "shrunk": shrunk,
+              "full_parameters": full_params, "attention": f"{CACHE_ONLY_ATTENTION} (zeros; the cache is "
+              "written by the model's own attention module)", "weights": "random"}
+    if "hidden_size" not in shrunk and hidden > REPLICA_HIDDEN:
+        record["hidden_size_kept"] = "the cache depends on it (probe builds at two widths differ)"
+    params = meta_parameter_count(replica)
+    per_kind = force == "per_kind"
+    if (not per_kind and params * dtype_bytes <= budget_bytes) or prefix == _n_layers(config):
+        record.update(instantiated="all layers", layers_built=_n_layers(config), parameters=params)
+        return replica, record, None
+    _cut_layers(replica, prefix)
+    params = meta_parameter_count(replica)
+    if params * dtype_bytes > budget_bytes and not per_kind:
+        raise ModelError(f"{getattr(config, 'model_type', '?')}: even one layer per cache kind ({prefix} layers, "
+                         f"{params * dtype_bytes / 2**30:,.1f} GiB) exceeds the build budget of "
+                         f"{budget_bytes / 2**30:,.1f} GiB (KVREPORT_MODEL_BUDGET_GB)")
+    record.update(instantiated=f"layers 0..{prefix - 1} of {_n_layers(config)}: one of each cache kind; the "
+                  "others are measured as the built layer of the same kind", layers_built=prefix,
+                  parameters=params, layer_map=layer_map)
+    return replica, record, layer_map
+
+
+def _facts_or_none(raw: dict):
+    from .model_facts import ModelFactsError, facts_from_config
+
+    try:
+        return facts_from_config(raw)
+    except ModelFactsError:
+        return None
+
+
+def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_replica: bool | str = False
+               ) -> LoadedModel:
+    """Instantiate on `device` in `dtype` directly, so a 7B model never lands in host RAM at float32. A
+    model whose weights exceed the budget is built as a KV-faithful replica (see plan_replica)."""
+    import torch
+
+    spec = resolve(name)
+    if spec.origin != "checkpoint":
+        where = f"built-in model {name}" if spec.origin == "builtin" else spec.source.split(":", 1)[1]
+        config, notes = config_from_dict(spec.raw, where)
+        dtype_bytes = torch.tensor([], dtype=dtype).element_size()
+        budget = model_budget_bytes(device) if budget_bytes is None else budget_bytes
+        built_config, record, layer_map = plan_replica(config, spec.raw, dtype_bytes, budget, force=force_replica)
+        if record is not None:
+            record["notes"] = notes
+            model = _instantiate(built_config, device, dtype, register_cache_only_attention())
+        else:
+            model = _instantiate(built_config, device, dtype)
+        return LoadedModel(name=name, config=model.config, model=model, weights_random=True, source=spec.source,
+                           raw_config=spec.raw, replica=record, layer_map=layer_map, full_config=config)
+    _quiet_transformers()
+    from transformers import AutoModelForCausalLM
+
+    config, _, _ = load_config(name)
     config.use_cache = True
-    if random_weights:
-        prev = torch.get_default_dtype()
-        torch.manual_seed(0)
+    try:
         try:
-            torch.set_default_dtype(dtype)
-            with torch.device(device):
-                model = AutoModelForCausalLM.from_config(config)
-        finally:
-            torch.set_default_dtype(prev)
-        model.to(dtype=dtype)
-    else:
-        path = source.split(":", 1)[1]
-        try:
-            try:
-                model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
-            except TypeError:  # transformers 4.x spells it torch_dtype
-                model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, torch_dtype=dtype)
-        except Exception as exc:  # noqa: BLE001 - a broken checkpoint is the user's to fix, not a traceback
-            raise ModelError(f"{name}: cannot load weights: {str(exc).splitlines()[0]}") from None
-        model.to(device)  # no device_map: that would need accelerate
+            model = AutoModelForCausalLM.from_pretrained(spec.path, local_files_only=True, dtype=dtype)
+        except TypeError:  # transformers 4.x spells it torch_dtype
+            model = AutoModelForCausalLM.from_pretrained(spec.path, local_files_only=True, torch_dtype=dtype)
+    except Exception as exc:  # noqa: BLE001 - a broken checkpoint is the user's to fix, not a traceback
+        raise ModelError(f"{name}: cannot load weights: {str(exc).splitlines()[0]}") from None
+    model.to(device)  # no device_map: that would need accelerate
     model.eval()
-    return LoadedModel(name=name, config=config, model=model, weights_random=random_weights, source=source)
+    raw = _read_config_json(spec.path / "config.json")
+    return LoadedModel(name=name, config=config, model=model, weights_random=False, source=spec.source,
+                       raw_config=raw)
+
+
+def raw_config_of(name: str) -> dict:
+    """The config.json dict behind any --model value (a checkpoint's own config.json)."""
+    spec = resolve(name)
+    return spec.raw if spec.raw is not None else _read_config_json(spec.path / "config.json")
 
 
 def describe_builtin() -> list[dict]:
@@ -166,7 +557,7 @@ def describe_builtin() -> list[dict]:
     from .kv_formula import kv_shape
 
     rows = []
-    for name in BUILTIN:
+    for name in builtin_names():
         shape = kv_shape(builtin_config(name))
         rows.append({
             "name": name,
@@ -182,16 +573,5 @@ def describe_builtin() -> list[dict]:
 
 def parameter_count(name: str) -> int:
     """Parameters of a built-in architecture without allocating it (meta device)."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
     config, _, _ = load_config(name)
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config)
-    seen, total = set(), 0
-    for p in model.parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        total += p.numel()
-    return total
+    return meta_parameter_count(config)

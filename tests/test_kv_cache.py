@@ -3,17 +3,79 @@ from types import SimpleNamespace
 
 import torch
 
-from kvreport.runner.kv_cache import cache_bytes, cache_bytes_per_layer, cache_layers, cache_seq_len
+import pytest
+
+from kvreport.runner.kv_cache import (CacheLayoutError, cache_bytes, cache_bytes_per_layer, cache_layers,
+                                      cache_seq_len, read_cache, storage_bytes)
 
 
 def _kv(seq=5):
     return torch.zeros(2, 3, seq, 4, dtype=torch.float16), torch.ones(2, 3, seq, 4, dtype=torch.float16)
 
 
+def _dynamic_layer(k, v):
+    from transformers.cache_utils import DynamicLayer
+
+    layer = DynamicLayer()
+    layer.update(k, v)
+    return layer
+
+
 def test_transformers5_layers_api():
-    cache = SimpleNamespace(layers=[SimpleNamespace(keys=k, values=v) for k, v in [_kv(), _kv()]])
+    cache = SimpleNamespace(layers=[_dynamic_layer(k, v) for k, v in [_kv(), _kv()]])
     assert len(cache_layers(cache)) == 2
     assert cache_bytes(cache) == 2 * 2 * (2 * 3 * 5 * 4 * 2)
+
+
+def test_linear_attention_states_are_counted_and_scalars_are_not():
+    """A gated delta-net / Mamba layer holds conv and recurrent states (dicts of tensors), no K/V; a 0-d
+    tensor (a window length, a counter) is bookkeeping."""
+    from transformers.cache_utils import LinearAttentionLayer
+
+    layer = LinearAttentionLayer()
+    conv = torch.zeros(2, 24, 4, dtype=torch.bfloat16)
+    rec = torch.zeros(2, 3, 8, 8, dtype=torch.float32)
+    layer.update_conv_state(conv)
+    layer.update_recurrent_state(rec)
+    layer.some_counter = torch.tensor(7)
+    (read,) = read_cache(SimpleNamespace(layers=[layer]))
+    assert (read.k_bytes, read.v_bytes) == (0, 0)
+    assert read.state_bytes == conv.numel() * 2 + rec.numel() * 4
+    assert cache_bytes(SimpleNamespace(layers=[layer, _dynamic_layer(*_kv())])) == read.state_bytes + 2 * 240
+
+
+def test_sliding_layer_counts_the_window_and_storage_counts_the_view_base():
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+
+    layer = DynamicSlidingWindowLayer(sliding_window=4)
+    k, v = _kv(10)
+    layer.update(k, v)
+    (read,) = read_cache(SimpleNamespace(layers=[layer]))
+    assert read.cached_tokens == 3 and read.k_bytes == 2 * 3 * 3 * 4 * 2
+    assert storage_bytes(read.tensors()) >= read.k_bytes + read.v_bytes
+
+
+def test_unknown_layer_type_fails_loudly():
+    class PagedThing:  # not a transformers cache layer: its bytes cannot be accounted for
+        keys = torch.zeros(1, 1, 1, 1)
+
+    with pytest.raises(CacheLayoutError, match="PagedThing"):
+        cache_bytes(SimpleNamespace(layers=[_dynamic_layer(*_kv()), PagedThing()]))
+    with pytest.raises(CacheLayoutError, match="PagedThing"):
+        cache_layers(SimpleNamespace(layers=[PagedThing()]))
+
+
+def test_mamba_hybrid_list_cache_counts_states():
+    """The pre-5.x hybrid caches (HybridMambaAttentionDynamicCache): lists of K, V, conv and SSM states,
+    empty tensors standing in for the layers of the other kind."""
+    k, v = _kv(6)
+    empty = torch.tensor([])
+    conv, ssm = torch.zeros(2, 16, 4), torch.zeros(2, 16, 8)
+    cache = SimpleNamespace(key_cache=[empty, k], value_cache=[empty, v], conv_states=[conv, empty],
+                            ssm_states=[ssm, empty])
+    layers = read_cache(cache)
+    assert [x.state_bytes for x in layers] == [(conv.numel() + ssm.numel()) * 4, 0]
+    assert cache_bytes(cache) == (conv.numel() + ssm.numel()) * 4 + 2 * k.numel() * 2
 
 
 def test_transformers4_key_cache_api():
@@ -31,13 +93,13 @@ def test_legacy_tuple_cache():
 
 def test_unfilled_layers_are_skipped():
     k, v = _kv()
-    cache = SimpleNamespace(layers=[SimpleNamespace(keys=k, values=v), SimpleNamespace(keys=None, values=None)])
+    from transformers.cache_utils import DynamicLayer
+
+    cache = SimpleNamespace(layers=[_dynamic_layer(k, v), DynamicLayer()])
     assert len(cache_layers(cache)) == 1
 
 
 def test_unknown_cache_type_is_a_clear_error():
-    import pytest
-
     with pytest.raises(TypeError, match="unrecognised cache type"):
         cache_layers(object())
     with pytest.raises(ValueError, match="no cache"):

@@ -30,7 +30,7 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
     from ..devices import dtype_name, resolve_device, resolve_dtype
     from ..environment import collect
     from ..experiments import RunContext, Skip, registry
-    from ..models import load_config, load_model
+    from ..models import REPLICA_EXPERIMENTS, load_config, load_model, replica_skip_reason
     from ..probes import device_state
     from ..store import Store
 
@@ -69,6 +69,8 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
                 started_at = _utcnow()
                 before = device_state(dev)  # NVML clocks/power/temperature/throttle; None off CUDA
                 try:
+                    if loaded.is_replica and exp.name not in REPLICA_EXPERIMENTS:
+                        raise Skip(replica_skip_reason(loaded))
                     with torch.inference_mode():
                         result = exp.run(ctx)
                     store.record_experiment(run_id, exp.name, "ok", None,

@@ -8,18 +8,25 @@ cache in the same dtype (so the dtype cancels out of the token count; the byte c
   meta device x 2 bytes (the 16-bit dtype a GPU run uses), so a 7B model is never allocated.
 Sliding-window layers stop growing at their window: the crossover is found on the capped cache size, and
 is NULL when even a full window per request never reaches the weights at that batch size.
+The formula rows follow runner/model_facts.py's cache_bytes(seq) (windows, chunks, MLA, constant states) and
+its analytic weight bytes, for every built-in the facts describe: a model whose cache stops growing (every
+layer windowed or a constant state) may never reach its weights, and the row's note says so. A replica's
+measured row prices its weights from the facts too (the replica's own weights are not the model's).
+The analytic capacity table (kv_fits_formula, see kv_formula.fits_rows) is written here, since
+this experiment runs on replicas as well.
 """
 from __future__ import annotations
 
-from . import Result, RunContext
+from . import Result, RunContext, Skip
 from ..kv_cache import cache_bytes, forward_with_cache
 from ..kv_formula import KVShape, kv_shape
-from ..models import BUILTIN, builtin_config, parameter_count
+from ..kv_formula import facts_for
+from ..models import builtin_names
 
 NAME = "kv_crossover_v3"
 ITERATION = "3"
 ORDER = 30
-TABLES = ("kv_crossover_v3",)
+TABLES = ("kv_crossover_v3", "kv_fits_formula")
 # crossover_tokens: tokens per request at which batch x KV = weights (fractional: the exact point);
 # min_tokens_kv_exceeds: the first whole token count at which KV >= weights; crossover_total_tokens:
 # crossover_tokens x batch_size, the tokens held across the batch.
@@ -29,14 +36,9 @@ FORMULA_DTYPE_BYTES = 2
 MAX_TOKENS = 1 << 48  # search limit: past this a capped (sliding-window) cache never reaches the weights
 
 
-def crossover(shape: KVShape, layer_bytes_per_token: float, weight_bytes: int, batch: int
-              ) -> tuple[float | None, int | None]:
-    """(exact tokens per request where batch x KV == weights, first whole count where KV >= weights), or
-    (None, None) when sliding windows cap the cache below the weights. KV(n) is piecewise linear in n, so
-    the exact point is interpolated between the two whole counts around it."""
-    def kv(n: int) -> float:
-        return batch * layer_bytes_per_token * sum(shape.cached_tokens_per_layer(n))
-
+def crossover_on(kv, weight_bytes: int) -> tuple[float | None, int | None]:
+    """(exact tokens where kv(n) == weights, first whole n with kv(n) >= weights) for a non-decreasing,
+    piecewise-linear kv(n); (None, None) when kv never reaches the weights (it stops growing first)."""
     if weight_bytes <= 0:
         return 0.0, 0
     hi = 1
@@ -53,6 +55,43 @@ def crossover(shape: KVShape, layer_bytes_per_token: float, weight_bytes: int, b
             lo = mid
     below, at = kv(hi - 1), kv(hi)
     return (hi - 1) + (weight_bytes - below) / (at - below), hi
+
+
+def crossover(shape: KVShape, layer_bytes_per_token: float, weight_bytes: int, batch: int
+              ) -> tuple[float | None, int | None]:
+    """crossover_on for a K/V-only model whose layers cost layer_bytes_per_token each (sliding caps applied)."""
+    return crossover_on(lambda n: batch * layer_bytes_per_token * sum(shape.cached_tokens_per_layer(n)),
+                        weight_bytes)
+
+
+def never_note(facts, dtype: str) -> str:
+    """Why a cache never reaches the weights: every layer stops growing."""
+    caps = facts.caps
+    grows = facts.bytes_per_token(dtype) - sum(b for b, _cap in facts.pricing_terms(dtype)[1])
+    if grows == 0:
+        return (f"the cache stops growing at {max(caps) + 1 if caps else 0:,} tokens (every layer is windowed, "
+                "chunked or a constant state): it never reaches the weights at this batch size")
+    return "the cache never reaches the weights within 2^48 tokens"
+
+
+def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | None = None) -> list[dict]:
+    """Rows on model_facts' real curve: cache_bytes(seq) and the analytic weight bytes."""
+    from ..model_facts import dtype_bytes
+
+    weights = facts.weight_bytes(dtype)
+    out = []
+    for batch in BATCH_SIZES:
+        exact, first = crossover_on(lambda n: batch * facts.cache_bytes(n, 1, dtype), weights)
+        out.append({
+            "model": name, "source": source, "dtype": dtype, "kv_bytes_per_token": facts.bytes_per_token(dtype),
+            "weight_bytes": weights, "batch_size": batch, "crossover_tokens": exact,
+            "n_layers": len(facts.layers), "parameters": facts.weight_params, "dtype_bytes": dtype_bytes(dtype),
+            "min_tokens_kv_exceeds": first,
+            "crossover_total_tokens": exact * batch if exact is not None else None,
+            "sliding_window": (min(facts.caps) + 1) if facts.caps else None,
+            "note": never_note(facts, dtype) if exact is None else None, "model_build": model_build,
+        })
+    return out
 
 
 def _rows(model: str, source: str, dtype: str, dtype_bytes: int, shape: KVShape, bytes_per_token: float,
@@ -82,13 +121,16 @@ def _max_positions(config) -> int | None:
 
 
 def formula_rows(name: str) -> list[dict]:
-    """Rows for one built-in architecture from its config and meta-device parameter count."""
-    config = builtin_config(name)
-    shape = kv_shape(config)
-    params = parameter_count(name)
+    """Rows for one built-in architecture from model_facts (no model is built); [] where the facts do not
+    describe its architecture."""
+    from ..model_facts import ModelFactsError, load
+
+    try:
+        facts = load(name)
+    except ModelFactsError:
+        return []
     dtype = "float16" if name.startswith("gpt2") else "bfloat16"  # what `--dtype auto` picks on a GPU
-    return _rows(name, "formula", dtype, FORMULA_DTYPE_BYTES, shape, shape.bytes_per_token(FORMULA_DTYPE_BYTES),
-                 params * FORMULA_DTYPE_BYTES, params, _max_positions(config))
+    return facts_rows(name, "formula", facts, dtype)
 
 
 def measured_bytes_per_token(ctx: RunContext) -> float:
@@ -106,23 +148,46 @@ def measured_bytes_per_token(ctx: RunContext) -> float:
 
 def run(ctx: RunContext) -> Result:
     from ..devices import dtype_name
+    from ..kv_formula import fits_rows
 
-    shape = kv_shape(ctx.config)
-    seen, params = set(), 0
-    for p in ctx.model.parameters():
-        if p.data_ptr() not in seen:  # tied embeddings are one tensor
-            seen.add(p.data_ptr())
-            params += p.numel()
-    rows = _rows(ctx.loaded.name, "measured", dtype_name(ctx.dtype), ctx.dtype_bytes, shape,
-                 measured_bytes_per_token(ctx), ctx.loaded.weight_bytes(), params, ctx.max_positions)
-    for name in BUILTIN:
+    loaded = ctx.loaded
+    shape = kv_shape(loaded.full_config)
+    facts = facts_for(loaded)
+    dtype = dtype_name(ctx.dtype)
+    if loaded.is_replica:
+        if facts is None:
+            raise Skip(f"{loaded.name} is a replica and runner/model_facts.py does not describe its "
+                       "architecture: no weight bytes to compare with")
+        rows = facts_rows(loaded.name, "measured", facts, dtype, loaded.build_json())
+        for r in rows:
+            r["note"] = ((r["note"] + "; ") if r["note"] else "") + ("replica: cache curve from the facts "
+                         "(kv_memory_v2 checks them layer by layer), weights analytic")
+    else:
+        seen, params = set(), 0
+        for p in ctx.model.parameters():
+            if p.data_ptr() not in seen:  # tied embeddings are one tensor
+                seen.add(p.data_ptr())
+                params += p.numel()
+        rows = _rows(loaded.name, "measured", dtype, ctx.dtype_bytes, shape,
+                     measured_bytes_per_token(ctx), loaded.weight_bytes(), params, ctx.max_positions)
+    skipped = []
+    for name in builtin_names():
         ctx.progress(f"formula crossover {name}")
-        rows.extend(formula_rows(name))
+        got = formula_rows(name)
+        rows.extend(got)
+        if not got:
+            skipped.append(name)
+    fits = fits_rows(loaded.name, facts, dtype) if facts is not None else []
     one = {(r["model"], r["source"]): r for r in rows if r["batch_size"] == 1}
-    me = one[ctx.loaded.name, "measured"]
-    parts = [f"{ctx.loaded.name} KV = weights at {me['crossover_tokens']:,.0f} tokens for one request (measured)"]
-    for name in ("llama-2-7b", "llama-3.1-8b"):
+    me = one[loaded.name, "measured"]
+    where = (f"{me['crossover_tokens']:,.0f} tokens" if me["crossover_tokens"] is not None else "never")
+    parts = [f"{loaded.name} KV = weights at {where} for one request (measured)"]
+    for name in ("llama-2-7b", "llama-3.1-8b", "gpt-oss-120b"):
         r = one.get((name, "formula"))
         if r:
-            parts.append(f"{name} {r['crossover_tokens']:,.0f} ({r['n_kv_heads']}/{r['n_heads']} KV heads)")
-    return Result({"kv_crossover_v3": rows}, ["crossover: " + "; ".join(parts)])
+            parts.append(f"{name} " + (f"{r['crossover_tokens']:,.0f}" if r["crossover_tokens"] is not None
+                                       else "never"))
+    summary = ["crossover: " + "; ".join(parts)]
+    if skipped:
+        summary.append(f"no formula rows for {', '.join(skipped)} (runner/model_facts.py does not describe them)")
+    return Result({"kv_crossover_v3": rows, "kv_fits_formula": fits}, summary)
