@@ -124,7 +124,7 @@ def fits_rows(model: str, facts, dtype: str) -> list[dict]:
     default). Two views: transformers' layout (model_facts.cache_bytes, TP 1 only: transformers does not
     shard a cache) and the paged engine's (model_facts.fits: pages of 16 tokens, KV heads split across ranks,
     MLA latent replicated)."""
-    from ..model_facts import GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
+    from .model_facts import GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
 
     weights = facts.weight_bytes(dtype)
     rows = []

@@ -59,3 +59,18 @@ def test_sliding_window_cap_matches_what_transformers_keeps():
 def test_every_builtin_architecture_has_a_formula():
     for name in BUILTIN:
         assert kv_shape(builtin_config(name)).bytes_per_token(2) > 0
+
+
+def test_fits_rows_are_formula_rows_for_every_gpu_tp_and_length():
+    """kv_fits_formula's rows (written by the crossover experiment): analytic, one per GPU size x TP x length,
+    transformers' layout from model_facts (llama-3.1-8b: 32 layers x K and V x 8 KV heads x 128 x 2 bytes)."""
+    from kvreport.runner import model_facts
+    from kvreport.runner.kv_formula import fits_rows
+
+    facts = model_facts.load("llama-3.1-8b")
+    rows = fits_rows("llama-3.1-8b", facts, "bfloat16")
+    assert len(rows) == 4 * 4 * 3 and {r["source"] for r in rows} == {"formula"}
+    row = next(r for r in rows if (r["gpu_gb"], r["tp"], r["seq_len"]) == (80, 1, 4096))
+    assert row["cache_bytes_per_request"] == 32 * 2 * 8 * 128 * 2 * 4096
+    budget = int(0.9 * 80e9) - row["weight_bytes"]
+    assert row["requests_transformers"] == budget // row["cache_bytes_per_request"]
