@@ -32,8 +32,12 @@ def make_ctx(loaded, **kw) -> RunContext:
 
 def fake_cache(nbytes: int):
     """A cache the adapter reads (transformers 5.x layout) holding `nbytes` of K+V in one layer."""
-    k = torch.zeros(nbytes // 8, dtype=torch.float32)
-    return SimpleNamespace(layers=[SimpleNamespace(keys=k, values=torch.zeros_like(k))])
+    from transformers.cache_utils import DynamicLayer
+
+    layer = DynamicLayer()  # the adapter reads only layer types it knows
+    layer.keys = torch.zeros(nbytes // 8, dtype=torch.float32)
+    layer.values = torch.zeros_like(layer.keys)
+    return SimpleNamespace(layers=[layer])
 
 
 # --- pressure -------------------------------------------------------------------------------------
@@ -277,9 +281,10 @@ def test_crossover_run_measures_the_loaded_model(tiny):
     measured = [r for r in rows if r["source"] == "measured"]
     assert {r["model"] for r in measured} == {"tiny-gpt2"} and len(measured) == 7
     assert measured[0]["kv_bytes_per_token"] == 1024 and measured[0]["weight_bytes"] == tiny.weight_bytes()
-    from kvreport.runner.models import BUILTIN
+    from kvreport.runner.models import builtin_names
 
-    assert {r["model"] for r in rows if r["source"] == "formula"} == set(BUILTIN)
+    # every built-in (the catalogue's published configs and the hand-copied ones), on its model_facts curve
+    assert {r["model"] for r in rows if r["source"] == "formula"} == set(builtin_names())
 
 
 # --- pages ----------------------------------------------------------------------------------------

@@ -74,11 +74,30 @@ def never_note(facts, dtype: str) -> str:
     return "the cache never reaches the weights within 2^48 tokens"
 
 
-def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | None = None) -> list[dict]:
+def head_fields(config) -> dict:
+    """The attention-head columns of a row, from a transformers config (None where the config has no such
+    field, e.g. an SSM-only layer stack): what the page says a GQA model keeps of its heads."""
+    def field(obj, name):
+        try:
+            return getattr(obj, name, None)
+        except Exception:  # noqa: BLE001 - a per-layer field (heterogeneous configs) has no one value
+            return None
+
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = field(text, "num_attention_heads") or field(text, "n_head")
+    kv = field(text, "num_key_value_heads") or heads
+    hidden = field(text, "hidden_size")
+    head_dim = field(text, "head_dim") or (hidden // heads if heads and hidden else None)
+    return {"n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim}
+
+
+def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | None = None,
+               heads: dict | None = None) -> list[dict]:
     """Rows on model_facts' real curve: cache_bytes(seq) and the analytic weight bytes."""
     from ..model_facts import dtype_bytes
 
     weights = facts.weight_bytes(dtype)
+    limit = facts.max_positions
     out = []
     for batch in BATCH_SIZES:
         exact, first = crossover_on(lambda n: batch * facts.cache_bytes(n, 1, dtype), weights)
@@ -90,6 +109,9 @@ def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | Non
             "crossover_total_tokens": exact * batch if exact is not None else None,
             "sliding_window": (min(facts.caps) + 1) if facts.caps else None,
             "note": never_note(facts, dtype) if exact is None else None, "model_build": model_build,
+            "max_positions": limit,
+            "exceeds_max_positions": (exact > limit) if exact is not None and limit else None,
+            **(heads or {}),
         })
     return out
 
@@ -130,7 +152,9 @@ def formula_rows(name: str) -> list[dict]:
     except ModelFactsError:
         return []
     dtype = "float16" if name.startswith("gpt2") else "bfloat16"  # what `--dtype auto` picks on a GPU
-    return facts_rows(name, "formula", facts, dtype)
+    from ..models import load_config
+
+    return facts_rows(name, "formula", facts, dtype, heads=head_fields(load_config(name)[0]))
 
 
 def measured_bytes_per_token(ctx: RunContext) -> float:
@@ -158,7 +182,7 @@ def run(ctx: RunContext) -> Result:
         if facts is None:
             raise Skip(f"{loaded.name} is a replica and runner/model_facts.py does not describe its "
                        "architecture: no weight bytes to compare with")
-        rows = facts_rows(loaded.name, "measured", facts, dtype, loaded.build_json())
+        rows = facts_rows(loaded.name, "measured", facts, dtype, loaded.build_json(), head_fields(loaded.config))
         for r in rows:
             r["note"] = ((r["note"] + "; ") if r["note"] else "") + ("replica: cache curve from the facts "
                          "(kv_memory_v2 checks them layer by layer), weights analytic")
