@@ -156,3 +156,20 @@ def run_cli(*argv) -> int:
     except SystemExit as exc:
         return exc.code
     return 0
+
+
+def cli_process(*args, timeout=120, **kw):
+    """`python -m kvreport.runner ARGS` in a child process (signals, exit codes, stderr as a user sees them)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+def one_clear_line(r) -> str:
+    """The one line a failed command printed: non-zero exit, no traceback, no "internal error"."""
+    err = r.stderr.strip()
+    assert r.returncode != 0 and len(err.splitlines()) == 1, (r.returncode, err[-2000:])
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err

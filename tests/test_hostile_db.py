@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hostile_disk import tiny_disk
+from conftest import cli_process, one_clear_line as _one_clear_line
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "tests" / "fixtures" / "audit" / "openai.jsonl"
@@ -22,15 +23,7 @@ PUBLISHED_V1 = ROOT / "tests" / "fixtures" / "published_v1.duckdb"
 
 
 def _cli(*args, timeout=300, **kw):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, **kw)
-
-
-def _one_clear_line(r) -> str:
-    err = r.stderr.strip()
-    assert r.returncode != 0 and len(err.splitlines()) == 1, (r.returncode, err[-2000:])
-    assert "Traceback" not in err and "internal error" not in err, err
-    return err
+    return cli_process(*args, timeout=timeout, **kw)
 
 
 def _audits(db: Path) -> list[str]:

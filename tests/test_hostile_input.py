@@ -14,6 +14,7 @@ import pytest
 
 from kvreport.runner.commands.audit import execute
 from kvreport.runner.errors import UserError
+from conftest import cli_process, one_clear_line as _one_clear_line
 
 
 def _call(i: int, pad: int = 0, ts="2025-01-01T00:00:00Z") -> str:
@@ -44,15 +45,7 @@ def _rejects(tmp_path) -> list[tuple]:
 
 
 def _cli(*args, timeout=120, **kw):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, **kw)
-
-
-def _one_clear_line(r) -> str:
-    err = r.stderr.strip()
-    assert r.returncode != 0 and len(err.splitlines()) == 1, (r.returncode, err[-2000:])
-    assert "Traceback" not in err and "internal error" not in err, err
-    return err
+    return cli_process(*args, timeout=timeout, **kw)
 
 
 # ---------------------------------------------------------------------------------------------------
