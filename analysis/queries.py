@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 
 
 class QueryError(UserError):

@@ -1,5 +1,5 @@
-"""KV compaction benchmark: every method of runner/compaction.py per workload size, each against the
-copy roof measured at the same size (runner/ceilings.py, same harness, same cache flush).
+"""KV compaction benchmark: every method of runner/measure/compaction.py per workload size, each against the
+copy roof measured at the same size (runner/measure/ceilings.py, same harness, same cache flush).
 
     python benchmarks/bench_compaction.py [--device auto|cpu|cuda] [--model gpt2] [--dtype auto] [--repeats N]
 
@@ -11,7 +11,7 @@ each method's % of the same-size roof, and whether every method gathered exactly
 Target on a GPU: triton >= 85% (stretch 95%) of the same-size copy roof for every workload moving
 256 MiB or more; the exit status is 1 when a GPU misses it or any method is wrong. On a CPU the Triton
 methods do not run (Triton compiles for GPUs; CI checks the kernel under its interpreter) and the ratios
-are reported without a target. GPU device times exclude host dispatch (runner/timing.py).
+are reported without a target. GPU device times exclude host dispatch (runner/measure/timing.py).
 """
 from __future__ import annotations
 
@@ -37,13 +37,13 @@ def main(argv=None) -> int:
 
     import torch
 
-    from kvreport.runner import compaction as kc
-    from kvreport.runner.ceilings import roof_kernel, theoretical_peak
-    from kvreport.runner.devices import dtype_name, resolve_device, resolve_dtype
-    from kvreport.runner.errors import UserError
-    from kvreport.runner.kv_formula import kv_shape
-    from kvreport.runner.models import load_config
-    from kvreport.runner.timing import gbs, time_interleaved
+    from kvreport.runner.measure import compaction as kc
+    from kvreport.runner.measure.ceilings import roof_kernel, theoretical_peak
+    from kvreport.runner.measure.devices import dtype_name, resolve_device, resolve_dtype
+    from kvreport.runner.core.errors import UserError
+    from kvreport.runner.core.kv_formula import kv_shape
+    from kvreport.runner.measure.models import load_config
+    from kvreport.runner.measure.timing import gbs, time_interleaved
 
     try:
         dev = resolve_device(args.device)

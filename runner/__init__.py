@@ -1,4 +1,6 @@
-"""kvreport's runner: the CLI, model loading, experiments and the DuckDB store."""
+"""kvreport's runner. Its packages are the layers: core/ (torch-free: errors, the store and its schema, merge,
+model facts), audit/ (token audits, on the core), measure/ (torch: models, probes, experiments; used only by
+`kvreport run`), and the CLI (cli.py, commands/) composing them with ../analysis."""
 
 from importlib import metadata as _metadata
 

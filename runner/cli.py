@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import UserError, is_interrupt
+from .core.errors import UserError, is_interrupt
 
 # rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -61,7 +61,7 @@ def _on_sigterm(signum, frame):
 def _plain_error(exc: Exception) -> str | None:
     """The environment's faults as one line naming the file and the cause: a full disk, a read-only or
     vanished folder, a file name too long (shortened, not echoed whole). None for anything else."""
-    from .store import shown
+    from .core.store import shown
 
     if isinstance(exc, OSError):
         where = f"{shown(exc.filename)}: " if exc.filename else ""
@@ -74,8 +74,6 @@ def _plain_error(exc: Exception) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     with contextlib.suppress(ValueError):  # not the main thread (an embedding program): leave it be
         signal.signal(signal.SIGTERM, _on_sigterm)
     _register()

@@ -8,7 +8,7 @@ shapes and bytes. The dimensions are chosen so every candidate layout has a diff
 
   python scripts/mla_layouts.py --measure          # this interpreter's transformers; prints one JSON object
   python scripts/mla_layouts.py 4.51.3 5.0.0 ...   # each version in its own pip --target folder, sharing this
-                                                   # interpreter's torch; writes runner/catalogue/mla_layouts.json
+                                                   # interpreter's torch; writes runner/core/catalogue/mla_layouts.json
 Nothing downloads at run time except the pip installs of the releases themselves (and their dependencies).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "runner" / "catalogue" / "mla_layouts.json"
+OUT = ROOT / "runner" / "core" / "catalogue" / "mla_layouts.json"
 SCRATCH = Path(os.environ.get("MLA_SCRATCH", "/tmp/mla_layouts"))
 
 TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,

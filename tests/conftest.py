@@ -59,7 +59,7 @@ def built_site(fixture_db, tmp_path_factory) -> Path:
 def write_payload_db(path: Path) -> dict:
     """A DB whose run metadata, labels, skip reasons and model name are script/attribute payloads, with
     memory rows so the memory page, its charts, the claims and the headlines all carry them."""
-    from kvreport.runner.store import Store
+    from kvreport.runner.core.store import Store
 
     model = PAYLOADS["img"] + PAYLOADS["script"]
     meta = {

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from kvreport.runner.commands.audit import execute
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 
 genai_prices = pytest.importorskip("genai_prices")
 

@@ -206,7 +206,7 @@ def _audit(path: Path, db: Path, strict: bool = False) -> tuple[int, str]:
     and fails the test. In-process through `execute`: building the Typer app per call costs more than
     the audit itself."""
     from kvreport.runner.commands.audit import execute
-    from kvreport.runner.errors import UserError
+    from kvreport.runner.core.errors import UserError
 
     try:
         execute([path], db=db, strict=strict, echo=lambda *_: None)

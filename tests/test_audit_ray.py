@@ -18,7 +18,7 @@ import pytest
 from kvreport.runner.audit.distributed import FAULTS_ENV, FLOAT_DIGITS, RayAuditError, check_address
 from kvreport.runner.audit.engine import TABLES
 from kvreport.runner.commands.audit import execute
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 
 ray = pytest.importorskip("ray")
 

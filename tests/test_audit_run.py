@@ -76,9 +76,9 @@ def test_prefix_reuse_is_exact_and_computes_fewer_tokens(site):
 
 def test_prefix_reuse_detects_a_wrong_reuse():
     """The exactness check can fail: a prefix cache from other tokens gives different logits."""
-    from kvreport.runner.experiments.prefix_reuse import logits_agree
-    from kvreport.runner.kv_cache import forward_with_cache
-    from kvreport.runner.models import load_model
+    from kvreport.runner.measure.experiments.prefix_reuse import logits_agree
+    from kvreport.runner.measure.kv_cache import forward_with_cache
+    from kvreport.runner.measure.models import load_model
 
     m = load_model("tiny-gpt2", torch.device("cpu"), torch.float32).model
     ids = torch.randint(0, 512, (1, 24), generator=torch.Generator().manual_seed(0))

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from kvreport.runner.commands.audit import execute
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")

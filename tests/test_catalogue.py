@@ -1,4 +1,4 @@
-"""The model catalogue (runner/catalogue/<name>.json): one published config.json per file, kept verbatim,
+"""The model catalogue (runner/core/catalogue/<name>.json): one published config.json per file, kept verbatim,
 each with the source it was read from written beside it (issue 24)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE = ROOT / "runner" / "catalogue"
+CATALOGUE = ROOT / "runner" / "core" / "catalogue"
 FILES = sorted(CATALOGUE.glob("*.json"))
 MODELS = [p for p in FILES if p.name != "mla_layouts.json"]  # the one file that is a measurement, not a model
 FAMILIES = {"mha", "gqa", "mqa", "mla", "sliding_global", "chunked", "linear_hybrid", "mamba_hybrid",
@@ -39,9 +39,9 @@ def test_entry_is_a_sourced_published_config(path):
 
 
 def test_the_catalogue_replaces_the_hand_written_builtins():
-    """A name with a catalogue entry is built from the published file: runner/models.py keeps hand-written
+    """A name with a catalogue entry is built from the published file: runner/measure/models.py keeps hand-written
     hyperparameters only for the names the catalogue does not carry (one source per name)."""
-    from kvreport.runner.models import BUILTIN, builtin_names, catalogue_names, resolve
+    from kvreport.runner.measure.models import BUILTIN, builtin_names, catalogue_names, resolve
 
     names = set(catalogue_names())
     assert names and not names & set(BUILTIN)
@@ -54,7 +54,7 @@ def test_catalogue_json_travels_in_the_wheel():
     import tomllib
 
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "kvreport.runner.catalogue" in setuptools["packages"]
+    assert "kvreport.runner.core.catalogue" in setuptools["packages"]
     assert "*.json" in setuptools["package-data"]["*"]
 
 

@@ -132,7 +132,7 @@ def test_build_on_foreign_and_empty_db(tmp_path):
     r = kvreport("build", "--db", str(foreign), "--out", str(tmp_path / "s"))
     assert r.returncode != 0 and "not a kvreport DB" in r.stderr and "Traceback" not in r.stderr
 
-    from kvreport.runner.store import Store
+    from kvreport.runner.core.store import Store
 
     Store(tmp_path / "empty.duckdb").close()
     r = kvreport("build", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "s"))
@@ -146,7 +146,7 @@ def test_build_on_foreign_and_empty_db(tmp_path):
 def test_local_checkpoint_folder_loads_with_real_weights(tmp_path):
     import torch
 
-    from kvreport.runner.models import load_model
+    from kvreport.runner.measure.models import load_model
 
     lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     lm.model.save_pretrained(tmp_path / "ckpt")
@@ -207,7 +207,7 @@ def test_the_command_line_is_stored_shell_quoted(monkeypatch):
 
     import torch
 
-    from kvreport.runner.environment import collect
+    from kvreport.runner.measure.environment import collect
 
     monkeypatch.setattr(_sys, "argv", ["kvreport", "run", "--label", "reference: CPU, 2 cores"])
     line = collect(torch.device("cpu"))["command_line"]

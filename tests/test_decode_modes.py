@@ -17,14 +17,14 @@ import contextlib
 import pytest
 import torch
 
-from kvreport.runner import compaction as kc
-from kvreport.runner import decode_step
-from kvreport.runner.experiments import RunContext
-from kvreport.runner.experiments import kv_compact_v2
-from kvreport.runner.experiments import kv_decode_cost_v2 as kd
-from kvreport.runner.experiments import kv_interference_v3 as interference
-from kvreport.runner.kv_cache import forward_with_cache
-from kvreport.runner.models import load_model
+from kvreport.runner.measure import compaction as kc
+from kvreport.runner.measure import decode_step
+from kvreport.runner.measure.experiments import RunContext
+from kvreport.runner.measure.experiments import kv_compact_v2
+from kvreport.runner.measure.experiments import kv_decode_cost_v2 as kd
+from kvreport.runner.measure.experiments import kv_interference_v3 as interference
+from kvreport.runner.measure.kv_cache import forward_with_cache
+from kvreport.runner.measure.models import load_model
 
 CPU = torch.device("cpu")
 META = torch.device("meta")
@@ -419,7 +419,7 @@ def test_resize_is_skipped_when_the_cap_binds(tiny):
 def test_a_triton_that_cannot_launch_is_the_triton_methods_skip_reason(tiny, monkeypatch):
     """Importing triton works, but its first launch fails (no C compiler for its launcher): the Triton
     methods are skipped with that reason, naive and batched keep their rows."""
-    import kvreport.runner.triton_gather as tg
+    import kvreport.runner.measure.triton_gather as tg
 
     def no_compiler(*args, **kwargs):
         raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.")
@@ -455,8 +455,8 @@ def test_run_exits_1_and_lists_the_failed_experiments(tmp_path, monkeypatch, cap
     import types
 
     from kvreport.runner import cli
-    from kvreport.runner import experiments as ex
-    from kvreport.runner.experiments import Experiment, Result, Skip
+    from kvreport.runner.measure import experiments as ex
+    from kvreport.runner.measure.experiments import Experiment, Result, Skip
 
     def module(name, fn):
         return types.SimpleNamespace(NAME=name, ITERATION=1, ORDER=0, TABLES=(), run=fn)

@@ -10,11 +10,11 @@ import types
 import pytest
 import torch
 
-from kvreport.runner import ceilings, timing
-from kvreport.runner import compaction as kc
-from kvreport.runner import decode_step, probes
-from kvreport.runner.kv_formula import KVShape, kv_shape
-from kvreport.runner.models import load_model
+from kvreport.runner.measure import ceilings, timing
+from kvreport.runner.measure import compaction as kc
+from kvreport.runner.measure import decode_step, probes
+from kvreport.runner.core.kv_formula import KVShape, kv_shape
+from kvreport.runner.measure.models import load_model
 
 CPU = torch.device("cpu")
 MIB, GIB = 1 << 20, 1 << 30

@@ -12,9 +12,9 @@ import pytest
 import torch
 import triton.language as tl  # in the [test] extra: CI runs the Triton tests, never skips them
 
-from kvreport.runner import ceilings, timing
-from kvreport.runner.experiments import RunContext
-from kvreport.runner.models import load_model
+from kvreport.runner.measure import ceilings, timing
+from kvreport.runner.measure.experiments import RunContext
+from kvreport.runner.measure.models import load_model
 
 CPU = torch.device("cpu")
 
@@ -120,8 +120,8 @@ def test_same_size_roof_is_measured_once_and_flags_above_105_percent(monkeypatch
 
 
 def test_device_ceilings_fills_the_roof_curve_at_the_compaction_sizes():
-    from kvreport.runner.compaction import planned_workloads
-    from kvreport.runner.experiments import device_ceilings
+    from kvreport.runner.measure.compaction import planned_workloads
+    from kvreport.runner.measure.experiments import device_ceilings
 
     ctx = RunContext(run_id=1, device=CPU, dtype=torch.float32, loaded=load_model("tiny-gpt2", CPU, torch.float32),
                      quick=True)
@@ -140,8 +140,8 @@ TRITON_CHECK = textwrap.dedent("""
     import json, os
     assert os.environ["TRITON_INTERPRET"] == "1"
     import torch
-    from kvreport.runner import compaction
-    from kvreport.runner.triton_gather import gather_rows, launch_config
+    from kvreport.runner.measure import compaction
+    from kvreport.runner.measure.triton_gather import gather_rows, launch_config
     out = {"cases": [], "workloads": []}
     g = torch.Generator().manual_seed(7)
     # odd row lengths (3 halves = 6 bytes: 16-bit words), rows not a multiple of the block, one row that
@@ -184,7 +184,7 @@ def test_triton_row_gather_matches_advanced_indexing_under_the_interpreter():
 def test_triton_gather_rejects_mismatched_shapes():
     import triton  # noqa: F401 - in the [test] extra: CI must run the Triton tests, never skip them
 
-    from kvreport.runner.triton_gather import gather_rows
+    from kvreport.runner.measure.triton_gather import gather_rows
 
     src = torch.zeros(4, 8)
     with pytest.raises(ValueError, match="gather_rows"):
@@ -220,7 +220,7 @@ class FakeNVML:
 
 
 def test_device_state_reads_nvml_fields_and_names_throttle_reasons():
-    from kvreport.runner import probes
+    from kvreport.runner.measure import probes
 
     s = probes.read_device_state(FakeNVML(), handle=object())
     assert (s.sm_clock_mhz, s.mem_clock_mhz, s.power_w, s.temp_c) == (1980, 3201, pytest.approx(412.345), 61)
@@ -234,7 +234,7 @@ def test_device_state_reads_nvml_fields_and_names_throttle_reasons():
 
 
 def test_probes_and_pricing_import_without_torch():
-    code = ("import sys; import kvreport.runner.probes, kvreport.runner.audit.pricing; "
+    code = ("import sys; import kvreport.runner.measure.probes, kvreport.runner.audit.pricing; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -242,7 +242,7 @@ def test_probes_and_pricing_import_without_torch():
 
 
 def test_host_memory_probes():
-    from kvreport.runner import probes
+    from kvreport.runner.measure import probes
 
     free, source = probes.host_available()
     total = probes.host_total_bytes()
@@ -379,7 +379,7 @@ def _gather_ptx_for_sm90(row_words_divisible_by_16: bool, kernel=None) -> str:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from kvreport.runner.triton_gather import _gather_rows_kernel, launch_config
+    from kvreport.runner.measure.triton_gather import _gather_rows_kernel, launch_config
 
     block, even, warps = launch_config((1 << 20) // 4)
     assert (block, even, warps) == (4096, True, 8)

@@ -51,7 +51,7 @@ def test_audits_racing_to_create_one_db_never_remove_each_others_file(tmp_path):
 
 
 def test_a_db_file_appearing_meanwhile_is_not_replaced(tmp_path):
-    from kvreport.runner.store import DBAppeared, new_db_file
+    from kvreport.runner.core.store import DBAppeared, new_db_file
 
     target = tmp_path / "x.duckdb"
     with pytest.raises(DBAppeared):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kvreport.runner.commands.audit import execute
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 from conftest import cli_process, one_clear_line as _one_clear_line
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from kvreport.runner.commands.audit import execute
-from kvreport.runner.merge import merge
+from kvreport.runner.core.merge import merge
 
 
 def _call(i: int, session: str, ts: str, prompt: int = 1000, system: int | None = None) -> dict:

@@ -9,17 +9,17 @@ import duckdb
 import pytest
 import torch
 
-from kvreport.runner import ceilings
-from kvreport.runner.experiments import RunContext, Skip
-from kvreport.runner import compaction as kc
-from kvreport.runner import decode_step
-from kvreport.runner.experiments import kv_compact_v2
-from kvreport.runner.experiments import kv_decode_cost_v2 as kd
-from kvreport.runner.experiments import kv_frag_v2 as kf
-from kvreport.runner.frag_child import plan
-from kvreport.runner.kv_cache import cache_seq_len, forward_with_cache
-from kvreport.runner.kv_formula import kv_shape
-from kvreport.runner.models import load_model
+from kvreport.runner.measure import ceilings
+from kvreport.runner.measure.experiments import RunContext, Skip
+from kvreport.runner.measure import compaction as kc
+from kvreport.runner.measure import decode_step
+from kvreport.runner.measure.experiments import kv_compact_v2
+from kvreport.runner.measure.experiments import kv_decode_cost_v2 as kd
+from kvreport.runner.measure.experiments import kv_frag_v2 as kf
+from kvreport.runner.measure.frag_child import plan
+from kvreport.runner.measure.kv_cache import cache_seq_len, forward_with_cache
+from kvreport.runner.core.kv_formula import kv_shape
+from kvreport.runner.measure.models import load_model
 
 CPU = torch.device("cpu")
 ITER2 = ["device_ceilings", "kv_decode_cost_v2", "kv_frag_v2", "kv_compact_v2"]
@@ -361,7 +361,7 @@ def test_fragmentation_page_and_claim_with_gpu_rows(tmp_path):
     and the claim's verdict follows the numbers."""
     from kvreport.analysis.queries import Queries
     from kvreport.analysis.site import build_site
-    from kvreport.runner.store import Store
+    from kvreport.runner.core.store import Store
 
     db = tmp_path / "g.duckdb"
     mb = 1_000_000

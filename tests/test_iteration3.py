@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kvreport.runner.experiments import RunContext
-from kvreport.runner.experiments import kv_crossover_v3 as crossover
-from kvreport.runner.experiments import kv_interference_v3 as interference
-from kvreport.runner.experiments import kv_pressure_v3 as pressure
-from kvreport.runner.models import load_model
+from kvreport.runner.measure.experiments import RunContext
+from kvreport.runner.measure.experiments import kv_crossover_v3 as crossover
+from kvreport.runner.measure.experiments import kv_interference_v3 as interference
+from kvreport.runner.measure.experiments import kv_pressure_v3 as pressure
+from kvreport.runner.measure.models import load_model
 
 CPU = torch.device("cpu")
 
@@ -94,12 +94,12 @@ def test_pressure_fills_in_batches_and_shrinks_the_last_one_to_the_ceiling():
 
 
 def test_oom_child_is_skipped_on_cpu_and_refuses_a_cpu_device(tiny):
-    from kvreport.runner.child_process import ChildError, run_json_child
+    from kvreport.runner.measure.child_process import ChildError, run_json_child
 
     status, note = pressure.oom_recovery(make_ctx(tiny))
     assert status == "skipped" and "OOM killer" in note
     with pytest.raises(ChildError, match="out-of-memory child: scenario child exited 3: .*needs a CUDA"):
-        run_json_child("kvreport.runner.oom_child", {"device": "cpu"}, "out-of-memory child", 120)
+        run_json_child("kvreport.runner.measure.oom_child", {"device": "cpu"}, "out-of-memory child", 120)
 
 
 @pytest.mark.parametrize("error", [torch.cuda.OutOfMemoryError, MemoryError])
@@ -135,7 +135,7 @@ def test_pressure_out_of_memory_is_caught_recorded_and_freed(tiny, monkeypatch, 
 
 
 def test_pressure_rejects_a_bad_fraction(tiny, monkeypatch):
-    from kvreport.runner.errors import UserError
+    from kvreport.runner.core.errors import UserError
 
     monkeypatch.setenv("KVREPORT_PRESSURE_FRACTION", "1.5")
     with pytest.raises(UserError, match="KVREPORT_PRESSURE_FRACTION"):
@@ -266,8 +266,8 @@ def test_sliding_window_caps_the_crossover():
 
 
 def test_crossover_min_tokens_brackets_the_weights():
-    from kvreport.runner.kv_formula import kv_shape
-    from kvreport.runner.models import builtin_config
+    from kvreport.runner.core.kv_formula import kv_shape
+    from kvreport.runner.measure.models import builtin_config
 
     shape = kv_shape(builtin_config("gpt2"))
     exact, first = crossover.crossover(shape, 2 * 12 * 64 * 2, 1_000_000, batch=3)
@@ -281,7 +281,7 @@ def test_crossover_run_measures_the_loaded_model(tiny):
     measured = [r for r in rows if r["source"] == "measured"]
     assert {r["model"] for r in measured} == {"tiny-gpt2"} and len(measured) == 7
     assert measured[0]["kv_bytes_per_token"] == 1024 and measured[0]["weight_bytes"] == tiny.weight_bytes()
-    from kvreport.runner.models import builtin_names
+    from kvreport.runner.measure.models import builtin_names
 
     # every built-in (the catalogue's published configs and the hand-copied ones), on its model_facts curve
     assert {r["model"] for r in rows if r["source"] == "formula"} == set(builtin_names())
@@ -372,7 +372,7 @@ def site(tmp_path_factory, tiny):
     (the seed's pattern), written through the Store; then the site."""
     from kvreport.analysis.site import build_site
     from kvreport.runner.commands.run import execute
-    from kvreport.runner.store import Store
+    from kvreport.runner.core.store import Store
 
     tmp = tmp_path_factory.mktemp("it3")
     db = tmp / "k.duckdb"

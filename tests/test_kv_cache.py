@@ -5,7 +5,7 @@ import torch
 
 import pytest
 
-from kvreport.runner.kv_cache import (CacheLayoutError, cache_bytes, cache_bytes_per_layer, cache_layers,
+from kvreport.runner.measure.kv_cache import (CacheLayoutError, cache_bytes, cache_bytes_per_layer, cache_layers,
                                       cache_seq_len, read_cache, storage_bytes)
 
 
@@ -107,8 +107,8 @@ def test_unknown_cache_type_is_a_clear_error():
 
 
 def test_real_model_cache_is_read():
-    from kvreport.runner.kv_cache import forward_with_cache
-    from kvreport.runner.models import load_model
+    from kvreport.runner.measure.kv_cache import forward_with_cache
+    from kvreport.runner.measure.models import load_model
 
     lm = load_model("tiny-llama-gqa", torch.device("cpu"), torch.float32)
     with torch.no_grad():
@@ -118,7 +118,7 @@ def test_real_model_cache_is_read():
 
 
 def test_step_weight_bytes_leaves_out_an_untied_input_embedding():
-    from kvreport.runner.models import load_model
+    from kvreport.runner.measure.models import load_model
 
     tied = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     assert tied.step_weight_bytes() == tied.weight_bytes()  # GPT-2's output layer reads the whole table

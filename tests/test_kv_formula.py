@@ -1,8 +1,8 @@
 """The analytic formula: expected values from the issue, GQA, explicit head_dim, sliding windows."""
 import pytest
 
-from kvreport.runner.kv_formula import kv_shape
-from kvreport.runner.models import BUILTIN, builtin_config
+from kvreport.runner.core.kv_formula import kv_shape
+from kvreport.runner.measure.models import BUILTIN, builtin_config
 
 EXPECTED_16BIT = {
     "gpt2": 36_864,
@@ -43,7 +43,7 @@ def test_sliding_window_cap_matches_what_transformers_keeps():
     import torch
     from transformers import AutoModelForCausalLM, MistralConfig
 
-    from kvreport.runner.kv_cache import cache_bytes, forward_with_cache
+    from kvreport.runner.measure.kv_cache import cache_bytes, forward_with_cache
 
     cfg = MistralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                         num_key_value_heads=2, vocab_size=64, sliding_window=8)
@@ -64,8 +64,8 @@ def test_every_builtin_architecture_has_a_formula():
 def test_fits_rows_are_formula_rows_for_every_gpu_tp_and_length():
     """kv_fits_formula's rows (written by the crossover experiment): analytic, one per GPU size x TP x length,
     transformers' layout from model_facts (llama-3.1-8b: 32 layers x K and V x 8 KV heads x 128 x 2 bytes)."""
-    from kvreport.runner import model_facts
-    from kvreport.runner.kv_formula import fits_rows
+    from kvreport.runner.core import model_facts
+    from kvreport.runner.core.kv_formula import fits_rows
 
     facts = model_facts.load("llama-3.1-8b")
     rows = fits_rows("llama-3.1-8b", facts, "bfloat16")

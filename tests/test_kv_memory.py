@@ -1,9 +1,9 @@
 """Iteration 1's allocator logic, driven by an injected memory probe (no CUDA needed)."""
 import torch
 
-from kvreport.runner.experiments import RunContext, Skip
-from kvreport.runner.experiments import kv_memory
-from kvreport.runner.models import load_model
+from kvreport.runner.measure.experiments import RunContext, Skip
+from kvreport.runner.measure.experiments import kv_memory
+from kvreport.runner.measure.models import load_model
 
 
 class FakeAllocator:

@@ -1,5 +1,6 @@
-"""Layers point one way: runner -> store <- analysis. Reading commands (build, findings, export, audit,
-migrate, merge, models) never import torch, and the CLI follows Click's conventions for usage errors."""
+"""The packages are the layers: core <- audit <- measure, core <- analysis, the CLI composes them. Every command
+but `run` imports no torch (checked on the imports of every module, and by running them), and the CLI follows
+Click's conventions for usage errors."""
 import ast
 import shutil
 import subprocess
@@ -50,7 +51,7 @@ def test_reading_commands_never_import_torch(args, db, tmp_path):
     assert "kvreport.runner.cli" in names  # the probe sees our own imports
     heavy = sorted(n for n in names if n.split(".")[0] in ("torch", "transformers"))
     assert not heavy, f"kvreport {' '.join(args[:1])} imported {heavy[:5]}"
-    assert not any(n.startswith("kvreport.runner.experiments") for n in names)
+    assert not any(n.startswith("kvreport.runner.measure.experiments") for n in names)
 
 
 def _imports_of(path: Path) -> set[str]:
@@ -69,34 +70,103 @@ def _imports_of(path: Path) -> set[str]:
     return out
 
 
-def test_analysis_reads_only_through_the_store():
-    # model_facts is config arithmetic in the standard library only (checked below): the Models page reads it
-    allowed = {"kvreport.runner.store", "kvreport.runner.errors", "kvreport.runner.model_facts"}
-    for path in sorted((ROOT / "analysis").rglob("*.py")):
-        bad = {m for m in _imports_of(path) if m.startswith("kvreport.runner") and m not in allowed}
-        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}; analysis may use only {sorted(allowed)}"
+# The layers, as packages. Each may import itself and the layers listed beside it, nothing else of ours:
+# core <- audit <- measure, core <- analysis, and the CLI (cli.py, commands/) is the one composition root.
+LAYERS = {
+    "core": ("kvreport.runner.core", {"core"}),
+    "audit": ("kvreport.runner.audit", {"core", "audit"}),
+    "analysis": ("kvreport.analysis", {"core", "analysis"}),
+    # The audit demo experiment audits generated logs through the audit itself.
+    "measure": ("kvreport.runner.measure", {"core", "audit", "measure"}),
+    "cli": ("kvreport.runner.commands", {"core", "audit", "analysis", "measure", "cli"}),
+}
+HEAVY = ("torch", "transformers", "triton", "numpy", "nvidia_ml_py", "pynvml")
+# Third-party packages each torch-free layer may import (beyond the standard library).
+THIRD_PARTY = {
+    "core": {"duckdb"},
+    "audit": {"duckdb", "tokenizers", "genai_prices", "ray", "pyarrow", "s3fs", "fsspec", "zstandard"},
+    "analysis": {"duckdb", "jinja2", "plotly", "markupsafe"},
+}
+
+
+def _layer_of_module(name: str) -> str | None:
+    if name == "kvreport.runner":
+        return "root"  # the package itself: __version__ and nothing else (checked below)
+    if name in ("kvreport.runner.cli", "kvreport.runner.__main__"):
+        return "cli"
+    for layer, (prefix, _) in LAYERS.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return layer
+    return None
+
+
+def _layer_files():
+    for path in sorted(list((ROOT / "runner").rglob("*.py")) + list((ROOT / "analysis").rglob("*.py"))):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts[:-1]) if rel.name == "__init__" else list(rel.parts)
+        yield path, _layer_of_module("kvreport." + ".".join(parts))
+
+
+def test_every_module_belongs_to_a_layer():
+    loose = [str(p.relative_to(ROOT)) for p, layer in _layer_files() if layer is None]
+    assert not loose, f"modules outside every layer package: {loose}"
+
+
+def test_imports_follow_the_layers():
+    """Every import in every module, at the top or inside a function, points down the layers."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    for path, layer in _layer_files():
+        if layer == "root":
+            assert not {m for m in _imports_of(path) if m.startswith("kvreport")}, "runner/__init__.py: the version only"
+            continue
+        allowed = LAYERS[layer][1] | {"root"}
+        for mod in _imports_of(path):
+            if mod.startswith("kvreport"):
+                target = _layer_of_module(mod)
+                assert target in allowed, (f"{path.relative_to(ROOT)} ({layer}) imports {mod} ({target}); "
+                                           f"{layer} may import only {sorted(allowed)}")
+            elif layer in THIRD_PARTY:
+                top = mod.split(".")[0]
+                assert top in stdlib or top in THIRD_PARTY[layer], \
+                    f"{path.relative_to(ROOT)} ({layer}) imports {mod}; {layer} may use {sorted(THIRD_PARTY[layer])}"
+
+
+def test_only_the_run_command_reaches_the_measuring_code():
+    """The commands are the composition root; only `run` may reach torch (through kvreport.runner.measure)."""
+    for path in sorted((ROOT / "runner" / "commands").glob("*.py")):
+        if path.name == "run.py":
+            continue
+        reached = {m for m in _imports_of(path) if _layer_of_module(m) == "measure" or m.split(".")[0] in HEAVY}
+        assert not reached, f"{path.relative_to(ROOT)} imports {sorted(reached)}: only `run` may measure"
+    cli = _imports_of(ROOT / "runner" / "cli.py")
+    assert not {m for m in cli if _layer_of_module(m) == "measure" or m.split(".")[0] in HEAVY}
+
+
+def test_the_layer_check_sees_a_forbidden_import(tmp_path, monkeypatch):
+    """Guard of the guard: an import of the measuring code added to the core is reported."""
+    bad = ROOT / "runner" / "core" / "errors.py"
+    original = bad.read_text(encoding="utf-8")
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: original + "\nfrom ..measure import probes\n"
+                        if self == bad else Path.read_bytes(self).decode(encoding or "utf-8"))
+    with pytest.raises(AssertionError, match="core.*may import only"):
+        test_imports_follow_the_layers()
 
 
 def test_model_facts_imports_only_the_standard_library():
-    mods = _imports_of(ROOT / "runner" / "model_facts.py")
+    mods = _imports_of(ROOT / "runner" / "core" / "model_facts.py")
     ours = {m for m in mods if m.startswith("kvreport")}
-    assert ours <= {"kvreport.runner.errors", "kvreport.runner.models"}, ours  # models: the legacy dicts, lazily
+    assert ours <= {"kvreport.runner.core.errors", "kvreport.runner.core.builtin_configs"}, ours
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     assert {m.split(".")[0] for m in mods - ours} <= stdlib, mods - ours
 
 
-def test_the_store_imports_no_experiment_and_no_torch():
-    mods = _imports_of(ROOT / "runner" / "store.py")
-    assert not {m for m in mods if "experiments" in m or m.split(".")[0] in ("torch", "transformers")}
-
-
 def test_experiments_do_not_import_each_other():
-    folder = ROOT / "runner" / "experiments"
+    folder = ROOT / "runner" / "measure" / "experiments"
     names = {p.stem for p in folder.glob("*.py") if not p.name.startswith("_")}
     for path in sorted(folder.glob("*.py")):
         if path.name.startswith("_"):
             continue
-        others = {m.rsplit(".", 1)[-1] for m in _imports_of(path) if m.startswith("kvreport.runner.experiments.")}
+        others = {m.rsplit(".", 1)[-1] for m in _imports_of(path) if m.startswith("kvreport.runner.measure.experiments.")}
         assert not (others & names) - {path.stem}, f"{path.name} imports experiment(s) {sorted(others & names)}"
 
 

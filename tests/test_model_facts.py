@@ -1,4 +1,4 @@
-"""runner/model_facts.py against figures worked out by hand from the config fields (the arithmetic is written
+"""runner/core/model_facts.py against figures worked out by hand from the config fields (the arithmetic is written
 out in each test), and the torch-free `kvreport models` command. Synthetic configs: no real model's facts here."""
 import json
 import subprocess
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from kvreport.runner import model_facts as mf
-from kvreport.runner.model_facts import ModelFactsError, facts_from_config
+from kvreport.runner.core import model_facts as mf
+from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config
 
 BF16, F32 = "bfloat16", "float32"
 

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from kvreport.runner.model_facts import facts_from_config  # noqa: E402
+from kvreport.runner.core.model_facts import facts_from_config  # noqa: E402
 
 SMALL = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=64, pad_token_id=0)

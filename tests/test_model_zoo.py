@@ -1,6 +1,6 @@
 """Every built-in model's cache measured from its published config alone, on a KV-faithful replica.
 
-For each catalogue model runner/model_facts.py describes: a replica is built (MLP/expert widths, expert count
+For each catalogue model runner/core/model_facts.py describes: a replica is built (MLP/expert widths, expert count
 and vocab shrunk, hidden width where the cache does not depend on it, one layer per cache kind), prefilled
 at lengths below, at and above every window and chunk, batch 1 and 2, float32 and bfloat16, and every
 layer's measured bytes (K, V and states) must equal the facts' bytes for that layer, exactly.
@@ -14,9 +14,9 @@ import sys
 import pytest
 import torch
 
-from kvreport.runner import model_facts
-from kvreport.runner.experiments.kv_memory_v2 import measure_layers
-from kvreport.runner.models import ModelError, catalogue_names, load_model, resolve
+from kvreport.runner.core import model_facts
+from kvreport.runner.measure.experiments.kv_memory_v2 import measure_layers
+from kvreport.runner.measure.models import ModelError, catalogue_names, load_model, resolve
 
 CPU = torch.device("cpu")
 BUDGET = 48 * 2**20
@@ -27,7 +27,7 @@ def _facts_or_skip(name):
     try:
         return model_facts.load(name)
     except model_facts.ModelFactsError as exc:
-        pytest.skip(f"runner/model_facts.py does not describe {name}: {exc}")
+        pytest.skip(f"runner/core/model_facts.py does not describe {name}: {exc}")
 
 
 def _seqs(facts) -> list[int]:
@@ -51,7 +51,7 @@ PINNED_MLA = ("deepseek_v3", "deepseek_v2", "kimi_k2")
 def _check(loaded, facts, seqs, dtype: str):
     import transformers
 
-    from kvreport.runner.experiments.kv_memory_v2 import _mla_layout
+    from kvreport.runner.measure.experiments.kv_memory_v2 import _mla_layout
 
     for batch in (1, 2):
         for seq in seqs:
@@ -151,7 +151,7 @@ def test_unknown_model_type_is_one_clear_error(tmp_path):
 
 
 def test_a_cache_that_stops_growing_never_crosses_its_weights():
-    from kvreport.runner.experiments.kv_crossover_v3 import facts_rows
+    from kvreport.runner.measure.experiments.kv_crossover_v3 import facts_rows
 
     every_layer_sliding = model_facts.facts_from_config({**LLAMA_TOY, "model_type": "mistral", "sliding_window": 8})
     rows = facts_rows("toy", "formula", every_layer_sliding, "bfloat16")

@@ -15,7 +15,7 @@ def test_wheel_includes_templates_and_queries(tmp_path):
     assert {n.split("/")[0] for n in names} == {"kvreport", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
     assert "kvreport/templates/base.html" in names and "kvreport/templates/assets/site.css" in names
     assert "kvreport/analysis/queries/memory_formula_match.sql" in names
-    assert "kvreport/runner/experiments/kv_memory_v2.py" in names
-    assert "kvreport/runner/schema/001_initial.sql" in names and "kvreport/runner/audit/sql/macros.sql" in names
+    assert "kvreport/runner/measure/experiments/kv_memory_v2.py" in names
+    assert "kvreport/runner/core/schema/001_initial.sql" in names and "kvreport/runner/audit/sql/macros.sql" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kvreport = kvreport.runner.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.merge import merge
-from kvreport.runner.store import SCHEMA_VERSION, Store, StoreError, current_schema_copy, schema_steps, table_columns
+from kvreport.runner.core.merge import merge
+from kvreport.runner.core.store import SCHEMA_VERSION, Store, StoreError, current_schema_copy, schema_steps, table_columns
 
 PUBLISHED_V1 = Path(__file__).parent / "fixtures" / "published_v1.duckdb"
 
@@ -83,7 +83,7 @@ def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row
 
 
 def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path, monkeypatch):
-    from kvreport.runner import store as store_mod
+    from kvreport.runner.core import store as store_mod
 
     db = tmp_path / "old.duckdb"
     shutil.copyfile(PUBLISHED_V1, db)
@@ -202,7 +202,7 @@ def test_merge_refuses_a_bad_input_before_writing(tmp_path):
 def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_did(tmp_path, monkeypatch):
     """A schema-5 file's calls move into token_call_rows + token_call_labels; token_calls (now a view) gives
     back the same rows, columns and order of columns."""
-    from kvreport.runner import store as store_mod
+    from kvreport.runner.core import store as store_mod
 
     db = tmp_path / "v5.duckdb"
     real = store_mod.schema_steps()

@@ -284,7 +284,7 @@ def test_compare_page_lists_every_run_with_metrics(built_site, fixture_db):
 def test_data_page_links_db_and_every_table_as_csv_and_parquet(built_site, fixture_db):
     import duckdb
 
-    from kvreport.runner.store import STORAGE_ONLY
+    from kvreport.runner.core.store import STORAGE_ONLY
 
     con = duckdb.connect(str(fixture_db), read_only=True)
     tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name <> 'kvreport_meta' "
@@ -446,7 +446,7 @@ def test_broken_and_absolute_links_are_caught(tmp_path):
 
 
 def test_empty_db_gives_a_helpful_message(tmp_path):
-    from kvreport.runner.store import Store
+    from kvreport.runner.core.store import Store
 
     db = tmp_path / "empty.duckdb"
     Store(db).close()

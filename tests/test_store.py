@@ -2,7 +2,7 @@
 import duckdb
 import pytest
 
-from kvreport.runner.store import SCHEMA_VERSION, Store, StoreError
+from kvreport.runner.core.store import SCHEMA_VERSION, Store, StoreError
 
 
 def _meta():

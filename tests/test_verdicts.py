@@ -19,7 +19,7 @@ import pytest
 
 from kvreport.analysis import queries as queries_mod
 from kvreport.analysis.pages import _claims
-from kvreport.runner.store import Store
+from kvreport.runner.core.store import Store
 
 GPT2_PARAMS = 124_439_808  # tied embeddings counted once
 GPT2_BPT16 = 2 * 12 * 12 * 64 * 2  # 36,864 B/token at 2-byte elements

@@ -1,4 +1,4 @@
-"""Models: what the KV cache costs for each built-in model, from its published config alone (runner/model_facts.py,
+"""Models: what the KV cache costs for each built-in model, from its published config alone (runner/core/model_facts.py,
 analytic), with the measured cache sizes of the DB's runs beside it (kv_memory_v2, and the transformers version
 that measured them)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvreport.analysis.site import PageSpec
-import kvreport.runner.model_facts as mf
+import kvreport.runner.core.model_facts as mf
 
 PAGE = PageSpec(slug="models", title="Models", order=5)
 SEQS = (4096, 32768, 131072)

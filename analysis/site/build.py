@@ -16,7 +16,7 @@ from .swap import check_out, staging, swap_in
 def build_site(db: Path, out: Path) -> list[str]:
     """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
     keeps its previous contents."""
-    from kvreport.runner.store import is_damage, shown
+    from kvreport.runner.core.store import is_damage, shown
 
     db, out = Path(db), Path(out)
     check_out(out)  # before anything is read: a folder that is not ours is never written
@@ -30,7 +30,7 @@ def build_site(db: Path, out: Path) -> list[str]:
 
 
 def _build(db: Path, out: Path) -> list[str]:
-    from kvreport.runner.store import Store, connect
+    from kvreport.runner.core.store import Store, connect
 
     with Store(db, read_only=True, allow_older=True) as store:
         file_schema = store.schema_version()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 
 from ..charts import Chart
 from .formats import FILTERS

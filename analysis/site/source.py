@@ -10,7 +10,7 @@ from typing import Iterator
 @contextlib.contextmanager
 def current_db(db: Path) -> Iterator[Path]:
     """The path of `db` at the current schema (a migrated temporary copy for an older file)."""
-    from kvreport.runner.store import current_schema_copy
+    from kvreport.runner.core.store import current_schema_copy
 
     with current_schema_copy(db) as path:
         yield Path(path)

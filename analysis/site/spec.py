@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kvreport.runner.errors import UserError
+from kvreport.runner.core.errors import UserError
 
 if TYPE_CHECKING:
     from .export import ShownCsvs

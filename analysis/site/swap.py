@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from kvreport.runner.store import scratch_dir, shown
+from kvreport.runner.core.store import scratch_dir, shown
 
 from .spec import BuildError
 

@@ -34,7 +34,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .sqlfiles import run_sql
 
 VIEWS = ("_calls_priced", "_calls_rated", "_calls_keyed")  # temp views this module leaves on the connection

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UserError
+from ..core.errors import UserError
 from . import cost, engine
 from .ingest import Source
 
@@ -135,7 +135,7 @@ def _fault(phase: str, index: int) -> None:
 
 
 def _connect(opts: engine.AuditOptions, tmpdir: str):
-    from ..store import apply_steps, connect
+    from ..core.store import apply_steps, connect
 
     con = connect()
     apply_steps(con, 0)  # the audit tables' definitions, so setup() can make their TEMP twins
@@ -249,7 +249,7 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
 
 def time_task(index: int, folder: str, opts: engine.AuditOptions, window: tuple) -> dict:
     """One partition's sums for the leakage timeline and the TTL sweep, on the whole audit's time span."""
-    from ..store import connect
+    from ..core.store import connect
 
     _fault("time", index)
     started = time.perf_counter()

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UserError
-from ..store import rollback_quietly
+from ..core.errors import UserError
+from ..core.store import rollback_quietly
 from . import cost, prompt_bloat
 from .ingest import Keys, Source, describe_sources, detect, ingest
 from .pricing import Memory, Pricing
@@ -26,7 +26,7 @@ from .tokenizer import Tokenizer
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
 _SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg", "_call_labels", "_staged_stats", "_call_stats",
             "_seg_window_parts", "_seg_window", "_timeline_parts", "_ttl_parts", "_ttl_evicted", "_label_parts")
-# The audit tables of the DB (their DDL is the store's: runner/schema/*.sql), in the order they are written.
+# The audit tables of the DB (their DDL is the store's: runner/core/schema/*.sql), in the order they are written.
 TABLES = ("audits", "token_call_labels", "token_call_rows", "token_rejects", "token_audit", "token_leakage",
           "token_ttl_sweep", "token_bloat", "token_repeats", "token_prices")
 # Views over _staged, not copies: this audit's calls and rejects (sql/move.sql), the calls with their costs and
@@ -35,7 +35,7 @@ _VIEWS = ("token_calls", "token_rejects", "_calls_labelled", "_timed_calls")
 # Written from those views when the audit is stored, so they have no TEMP twins (the DB's token_calls view
 # reads the first two, and a TEMP table of the same name would shadow the DB's own).
 _FROM_VIEWS = ("token_call_labels", "token_call_rows", "token_rejects")
-# token_call_rows' own columns (the rest of token_calls is its label's): runner/schema/006_narrow_calls.sql.
+# token_call_rows' own columns (the rest of token_calls is its label's): runner/core/schema/006_narrow_calls.sql.
 ROW_COLUMNS = ("line", "session_id", "start_time", "end_time", "disconnected_at", "input_tokens",
                 "cached_input_tokens", "cache_creation_input_tokens", "output_tokens", "system_tokens",
                 "input_cost_usd", "cache_read_cost_usd", "cache_write_cost_usd", "output_cost_usd", "cost_usd")

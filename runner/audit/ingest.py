@@ -28,8 +28,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError, is_interrupt
-from ..store import shown
+from ..core.errors import UserError, is_interrupt
+from ..core.store import shown
 from .sqlfiles import run_sql
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A session of t tokens holds kv_bytes_at(t) = t x bytes_per_token - sum over caps of b x max(0, t - cap)
 + constant_bytes (sql/macros.sql): every layer adds its bytes per token until its cap (a sliding window - 1, a
 chunk - 1), and Mamba / linear-attention layers hold a constant state. The curve comes from the model's config
-alone (runner/model_facts.py: no torch, no transformers), so an audit starts fast and `--model` takes a catalogue
+alone (runner/core/model_facts.py: no torch, no transformers), so an audit starts fast and `--model` takes a catalogue
 name, a built-in name, a config.json or a checkpoint folder. For a model whose cache has neither caps nor
 constant states the curve is a straight line, and a measurement in the DB (kv_memory_v2) replaces its slope.
 """
@@ -48,9 +48,9 @@ class Memory:
 
 
 def formula(model: str, facts=None) -> Pricing:
-    """The curve from the model's config (runner/model_facts.py), at 16 bits."""
-    from ..errors import UserError
-    from ..model_facts import load
+    """The curve from the model's config (runner/core/model_facts.py), at 16 bits."""
+    from ..core.errors import UserError
+    from ..core.model_facts import load
 
     facts = facts or load(model)
     per_token, capped, constant = facts.pricing_terms(PRICING_DTYPE)
@@ -99,7 +99,7 @@ def measured(con, model: str) -> Pricing | None:
 def kv_pricing(model: str, con=None) -> Pricing:
     """A straight-line model: its measured bytes/token when the DB has one, else the formula. A model with caps
     or constant states: the formula's curve, since one bytes/token figure cannot price every length."""
-    from ..model_facts import ModelFactsError, load
+    from ..core.model_facts import ModelFactsError, load
 
     try:
         facts = load(model)
@@ -136,13 +136,3 @@ def memory_from_db(con, model: str) -> Memory:
             return Memory(int(row[2]), f"total GPU memory of run {row[0]} ({row[1]}); weights and activations "
                                        "not subtracted, so an upper bound")
     return Memory(None, None)
-
-
-def memory_now(device) -> Memory:
-    """Free memory measured right now on the device the run uses."""
-    from ..probes import cuda_free_bytes, host_available
-
-    if getattr(device, "type", "cpu") == "cuda":
-        return Memory(cuda_free_bytes(device)[0], f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
-    free, source = host_available()
-    return Memory(free, f"measured: {source}" if source else None)

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 SCHEMES = ("s3://",)
 

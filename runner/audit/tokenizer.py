@@ -1,7 +1,7 @@
 """`--tokenizer PATH`: a local Hugging Face tokenizer, to count tokens in logged message content.
 
-A tokenizer.json file, or a folder holding one (or a slow-tokenizer folder transformers can load offline).
-Nothing is ever downloaded. Counts are of the message text only: the provider's own count also includes
+A tokenizer.json file, or a folder holding one; read with the `tokenizers` library alone, so the audit never
+imports transformers or torch. Nothing is ever downloaded. Counts are of the message text only: the provider's own count also includes
 its chat-template tokens, so SPOR from a tokenizer is slightly low, never high.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 
 class TokenizerError(UserError):
@@ -45,15 +45,8 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         tok.no_padding()
         return Tokenizer(str(file), lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])
     if path.is_dir():
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        try:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        except Exception as exc:  # noqa: BLE001
-            raise TokenizerError(f"--tokenizer {path}: no tokenizer.json and transformers cannot load it offline "
-                                 f"({str(exc).splitlines()[0]})") from None
-        return Tokenizer(str(path), lambda texts: tok(texts, add_special_tokens=False)["input_ids"])
+        # A slow-tokenizer folder (tokenizer.model, vocab files) needs transformers to convert; the audit reads
+        # the fast format only, and says how to get it.
+        raise TokenizerError(f"--tokenizer {path}: no tokenizer.json in this folder; save one with transformers' "
+                             "AutoTokenizer.from_pretrained(folder).save_pretrained(folder)")
     raise TokenizerError(f"--tokenizer {path}: not a file or folder")

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 
 # DuckDB's share of memory. The whole process peaks about 150 MB above it (Python, imports, what DuckDB does
@@ -68,7 +68,7 @@ def _store(con, result, db: Path) -> None:
     import duckdb
 
     from ..audit.engine import persist
-    from ..store import shown
+    from ..core.store import shown
 
     try:
         persist(con, result)
@@ -152,7 +152,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     from ..audit.ingest import FORMATS, Keys, detect, json_keys
     from ..audit.pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
-    from ..store import Store, connect, new_db_file, scratch_dir
+    from ..core.store import Store, connect, new_db_file, scratch_dir
 
     import duckdb
 

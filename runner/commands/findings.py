@@ -10,7 +10,7 @@ import typer
 def headline_rows(db: Path) -> list[dict]:
     from kvreport.analysis.queries import Queries, names_with_prefix
 
-    from ..store import Store, StoreError, current_schema_copy, is_damage, shown
+    from ..core.store import Store, StoreError, current_schema_copy, is_damage, shown
 
     # An older DB is read through a migrated copy, so every headline query finds today's tables.
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
@@ -33,8 +33,8 @@ def findings(
     all_rows = headline_rows(db)
     rows = [r for r in all_rows if run_id is None or r["run_id"] == run_id]
     if run_id is not None and not rows:
-        from ..errors import UserError
-        from ..store import Store, current_schema_copy
+        from ..core.errors import UserError
+        from ..core.store import Store, current_schema_copy
 
         with current_schema_copy(db) as current, Store(current, read_only=True) as store:
             exists = store.query("SELECT 1 AS x FROM runs WHERE run_id = ?", [run_id])

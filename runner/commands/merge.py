@@ -12,7 +12,7 @@ def merge(
     into: Annotated[Path, typer.Option("--into", help="DuckDB file to merge into (created if missing).")],
 ):
     """Copy every run and audit of DBS into INTO, renumbering ids; runs INTO already holds are skipped."""
-    from ..merge import merge as merge_dbs
+    from ..core.merge import merge as merge_dbs
 
     for r in merge_dbs(dbs, into):
         typer.echo(f"{r.source}: {r.runs_added} run(s) added, {r.runs_present} already present; "

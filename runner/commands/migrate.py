@@ -9,8 +9,8 @@ import typer
 
 def migrate(db: Annotated[Path, typer.Argument(help="DuckDB file to upgrade.")]):
     """Upgrade DB to the current schema in one transaction, keeping a backup copy of the old file."""
-    from ..errors import UserError
-    from ..store import SCHEMA_VERSION, Store
+    from ..core.errors import UserError
+    from ..core.store import SCHEMA_VERSION, Store
 
     if not db.exists():
         raise UserError(f"{db}: no such DB file")

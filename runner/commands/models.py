@@ -1,4 +1,4 @@
-"""`kvreport models`: what each model's KV cache costs, from its config alone (runner/model_facts.py, no torch)."""
+"""`kvreport models`: what each model's KV cache costs, from its config alone (runner/core/model_facts.py, no torch)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 DEFAULT_SEQS = "4096,32768,131072"
 GIB = 2**30
@@ -24,7 +24,7 @@ def _seqs(text: str) -> list[int]:
 
 def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str | None = None) -> dict:
     """The JSON record of one model (the keys issue 24 names, plus the detail behind them)."""
-    from ..model_facts import BLOCK_TOKENS, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
+    from ..core.model_facts import BLOCK_TOKENS, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
 
     out = {
         "name": facts.name,
@@ -108,7 +108,7 @@ def models(
         "checkpoint.", show_default=False)] = None,
 ):
     """What each model's KV cache costs per request, from its config alone (no torch, nothing downloaded)."""
-    from ..model_facts import DTYPE_BYTES, ModelFactsError, builtin_names, load
+    from ..core.model_facts import DTYPE_BYTES, ModelFactsError, builtin_names, load
 
     seqs = _seqs(seq)
     if dtype not in DTYPE_BYTES:

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UserError, describe_exception
+from ..core.errors import UserError, describe_exception
 
 
 def parse_iterations(spec: str) -> list[str]:
-    from ..experiments import ITERATIONS
+    from ..measure.experiments import ITERATIONS
 
     items = [s.strip() for s in spec.split(",") if s.strip()]
     bad = [s for s in items if s not in ITERATIONS]
@@ -27,12 +27,12 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
     `failed`, when given, receives (experiment, reason) for every experiment that failed (not skipped)."""
     import torch
 
-    from ..devices import dtype_name, resolve_device, resolve_dtype
-    from ..environment import collect
-    from ..experiments import RunContext, Skip, registry
-    from ..models import REPLICA_EXPERIMENTS, load_config, load_model, replica_skip_reason
-    from ..probes import device_state
-    from ..store import Store
+    from ..measure.devices import dtype_name, resolve_device, resolve_dtype
+    from ..measure.environment import collect
+    from ..measure.experiments import RunContext, Skip, registry
+    from ..measure.models import REPLICA_EXPERIMENTS, load_config, load_model, replica_skip_reason
+    from ..measure.probes import device_state
+    from ..core.store import Store
 
     _sigterm_as_interrupt()
     known = [e.name for e in registry()]
@@ -117,7 +117,7 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
 
 def _state_rows(experiment: str, before, device) -> dict:
     """device_state rows read before and after an experiment (issue 11): empty where NVML is absent."""
-    from ..probes import device_state
+    from ..measure.probes import device_state
 
     rows = [s.row(experiment, moment) for moment, s in (("before", before), ("after", device_state(device)))
             if s is not None]

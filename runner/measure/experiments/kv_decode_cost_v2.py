@@ -1,5 +1,5 @@
 """Iteration 2 (decode): the cost of one decode step (one new token per sequence) on a prefilled cache,
-across prefix lengths and batch sizes, in three modes (runner/decode_step.py), decomposed.
+across prefix lengths and batch sizes, in three modes (runner/measure/decode_step.py), decomposed.
 
 - eager: transformers' DynamicCache (the seed's setup, the headline); static: a preallocated StaticCache,
   no graph (runs on the CPU too); graph: the static step replayed from a CUDA graph (CUDA only, else
@@ -7,14 +7,14 @@ across prefix lengths and batch sizes, in three modes (runner/decode_step.py), d
   Every failure of one mode (its set-up, a reset, a capture, a timed call) is recorded as that mode's
   skip with the exception's type and message (`skipped_modes`); the other modes keep their rows.
 - Times: `step_ms` is the device's busy time for the step (GPU samples exclude host dispatch, see
-  runner/timing.py), `host_ms` the host wall time per call; on a GPU their difference (`overhead_ms`) is
+  runner/measure/timing.py), `host_ms` the host wall time per call; on a GPU their difference (`overhead_ms`) is
   what launches and Python add per step. On the CPU the two are one measurement.
 - Bytes a step must move: every weight it streams (an untied input embedding is only looked up, so it is
   left out), the KV the attention reads (prefix + the new token; the whole preallocated buffer for a
   static cache), the new token's KV written (`kv_write_bytes`), and, for eager, the torch.cat re-copy of
   the cache (`recopy_bytes`: real traffic the layout forces, not needed by the computation).
   `bytes_read` (weights + KV read) over the step time is the achieved bandwidth, set against the `read`
-  roof at the same size (runner/ceilings.py), measured warm like the steps (no flush between repeats).
+  roof at the same size (runner/measure/ceilings.py), measured warm like the steps (no flush between repeats).
   A step whose bytes fit in FLUSH_FACTOR x the last-level cache (`dram_sized` false: a tiny model) runs
   from the cache, so its bandwidth is a cache figure and says nothing about DRAM. `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
   a bandwidth-bound step sits near it, a launch-bound one far above it, whatever its prefix-flatness.
@@ -25,7 +25,7 @@ from . import Result, RunContext
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import FLUSH_FACTOR, last_level_cache_bytes
 from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
-from ..kv_formula import kv_shape
+from ...core.kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 from ..timing import gbs, time_fn
 

@@ -31,7 +31,7 @@ def kvreport_commit() -> str | None:
     try:
         top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
                              text=True, timeout=5)
-        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != here.parent:
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != here.parents[1]:
             return None  # not our own checkout (e.g. installed inside some other repository's venv)
         sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5).stdout.strip()
@@ -46,7 +46,7 @@ def collect(device) -> dict:
     import torch
     import transformers
 
-    from . import __version__
+    from .. import __version__
 
     info = {
         "device_kind": device.type,

@@ -9,7 +9,7 @@ compaction gathers the live half into a fresh [2 x layers, live, ...] buffer. Me
                  flat row index, so a single ATen kernel moves every byte.
 - batched16:     the same with 16-byte elements (complex128 as an opaque word): the wide-load variant of
                  ATen's kernel, for the benchmark.
-- triton:        runner/triton_gather.py, one launch, whole rows with 16-byte vector accesses.
+- triton:        runner/measure/triton_gather.py, one launch, whole rows with 16-byte vector accesses.
 - triton_layers: the same kernel launched once per layer and tensor: the control with triton's element
                  width and naive's launch count, so launch count and element width never change at once.
 Every method moves the same bytes: live bytes read + the same written.
@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from .errors import describe_exception
+from ..core.errors import describe_exception
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 # Live KV bytes per workload. GPU: up to 4 GiB live (8 GiB moved), far beyond any L2; CPU: 64 MiB live =
@@ -288,7 +288,7 @@ def targets(is_cuda: bool, quick: bool) -> list[int]:
 
 def planned_workloads(ctx) -> list[Plan]:
     """The compaction sizes of this run that fit in free memory (with 30% to spare on a GPU)."""
-    from .kv_formula import kv_shape
+    from ..core.kv_formula import kv_shape
     from .probes import cuda_free_bytes
 
     shape = kv_shape(ctx.config)

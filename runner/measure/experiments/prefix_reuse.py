@@ -25,7 +25,7 @@ import torch
 
 from . import Result, RunContext
 from ..kv_cache import cache_bytes, cache_seq_len, forward_with_cache
-from ..kv_formula import kv_shape
+from ...core.kv_formula import kv_shape
 from ..probes import CudaAllocator, cuda_free_bytes, host_available
 from ..timing import time_fn, time_interleaved
 

@@ -1,6 +1,6 @@
 """The DuckDB file that is the single source of truth between `kvreport run` and `kvreport build`.
 
-The store owns the schema, as data: runner/schema/NNN_name.sql, one file per version. 001 is the first
+The store owns the schema, as data: runner/core/schema/NNN_name.sql, one file per version. 001 is the first
 released schema; each later file takes version N-1 to N (ALTER TABLE, CREATE TABLE, back-fills). A new DB
 applies every file in order, so a fresh file and a migrated one have the same tables by construction.
 Nothing here imports an experiment (or torch): `build`, `audit`, `export` and `findings` stay light.
@@ -181,8 +181,8 @@ class SchemaStep:
 
 
 def schema_steps() -> list[SchemaStep]:
-    """Every runner/schema/NNN_*.sql in version order (gaps allowed: the number is the version)."""
-    folder = resources.files("kvreport.runner") / "schema"
+    """Every runner/core/schema/NNN_*.sql in version order (gaps allowed: the number is the version)."""
+    folder = resources.files("kvreport.runner.core") / "schema"
     steps = []
     for item in folder.iterdir():
         m = _STEP_NAME.match(item.name)
@@ -191,7 +191,7 @@ def schema_steps() -> list[SchemaStep]:
     steps.sort(key=lambda s: s.version)
     versions = [s.version for s in steps]
     if len(set(versions)) != len(versions):
-        raise StoreError(f"runner/schema/: two files share a version number ({versions})")
+        raise StoreError(f"runner/core/schema/: two files share a version number ({versions})")
     return steps
 
 
@@ -218,7 +218,7 @@ def apply_steps(con, from_version: int) -> int:
             except Exception as exc:  # noqa: BLE001 - a broken step names its file
                 if is_interrupt(exc):  # Ctrl-C, not a broken step
                     raise KeyboardInterrupt from None
-                raise StoreError(f"runner/schema/{step.name}: {str(exc).splitlines()[0]}") from None
+                raise StoreError(f"runner/core/schema/{step.name}: {str(exc).splitlines()[0]}") from None
         version = step.version
     con.execute("INSERT OR REPLACE INTO kvreport_meta VALUES ('schema_version', ?)", [str(version)])
     return version

@@ -24,7 +24,7 @@ import inspect
 
 import torch
 
-from .errors import describe_exception as describe
+from ..core.errors import describe_exception as describe
 from .kv_cache import _cache_kwarg, cache_bytes, cache_seq_len, forward_with_cache
 
 MODES = ("eager", "static", "graph")

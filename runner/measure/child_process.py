@@ -1,7 +1,7 @@
 """Run a scenario module in a fresh Python process and read its one-line JSON result.
 
 Used where a measurement needs a process of its own: an allocator setting read once at CUDA start
-(runner/frag_child.py), or a deliberate out-of-memory the parent must survive (runner/oom_child.py).
+(runner/measure/frag_child.py), or a deliberate out-of-memory the parent must survive (runner/measure/oom_child.py).
 The child imports this checkout (PYTHONPATH), gets `spec` as its one JSON argument, prints one JSON object
 last on stdout, and reports failures on stderr with a non-zero exit code.
 """

@@ -1,14 +1,14 @@
 """Iteration 3 (interference): does compaction slow serving down, and does running both at once save time?
 
 Three variants timed interleaved (compact, decode, both, compact, ...) with the shared harness:
-- decode:  `steps` decode steps in the fastest mode that runs (runner/decode_step.py: a CUDA graph replay
+- decode:  `steps` decode steps in the fastest mode that runs (runner/measure/decode_step.py: a CUDA graph replay
            on a GPU, else the static cache, else eager), reset (untimed) before each call. A mode that
            fails anywhere (set-up, pilot, timed rounds) hands over to the next; `decode_mode` is the one
            used and `decode_fallback` says why the faster ones were not. On a GPU a one-step pilot sizes
            the steps (`gpu_sizing`) so that a balanced gather fits in free memory.
            Eager decode leaves a GPU mostly idle between launches, so pairing it with compaction could
            never show contention; a graph replay keeps the GPU busy for the whole decode part.
-- compact: one batched gather of the live half of a KV pool (runner/compaction.py), SIZED so that it
+- compact: one batched gather of the live half of a KV pool (runner/measure/compaction.py), SIZED so that it
            takes about as long as the decode part: a pilot times the decode part and the gather's rate,
            the pool is sized from them, and resized once if the two land outside 0.6-1.6x, never beyond
            `compact_cap_bytes` (GPU: a share of free memory; CPU: fixed), and not at all when the gather is
@@ -39,7 +39,7 @@ from . import Result, RunContext
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import is_correct, make_workload, plan_for
 from ..decode_step import ModeUnavailable, describe, make_decoder
-from ..kv_formula import kv_shape
+from ...core.kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
 

@@ -11,7 +11,7 @@ import gc
 
 from . import Result, RunContext, Skip
 from ..kv_cache import cache_bytes, forward_with_cache
-from ..kv_formula import kv_shape
+from ...core.kv_formula import kv_shape
 
 NAME = "kv_memory"
 ITERATION = 1

@@ -8,7 +8,7 @@ cache in the same dtype (so the dtype cancels out of the token count; the byte c
   meta device x 2 bytes (the 16-bit dtype a GPU run uses), so a 7B model is never allocated.
 Sliding-window layers stop growing at their window: the crossover is found on the capped cache size, and
 is NULL when even a full window per request never reaches the weights at that batch size.
-The formula rows follow runner/model_facts.py's cache_bytes(seq) (windows, chunks, MLA, constant states) and
+The formula rows follow runner/core/model_facts.py's cache_bytes(seq) (windows, chunks, MLA, constant states) and
 its analytic weight bytes, for every built-in the facts describe: a model whose cache stops growing (every
 layer windowed or a constant state) may never reach its weights, and the row's note says so. A replica's
 measured row prices its weights from the facts too (the replica's own weights are not the model's).
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from . import Result, RunContext, Skip
 from ..kv_cache import cache_bytes, forward_with_cache
-from ..kv_formula import KVShape, kv_shape
-from ..kv_formula import facts_for
+from ...core.kv_formula import KVShape, kv_shape
+from ...core.kv_formula import facts_for
 from ..models import builtin_names
 
 NAME = "kv_crossover_v3"
@@ -94,7 +94,7 @@ def head_fields(config) -> dict:
 def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | None = None,
                heads: dict | None = None) -> list[dict]:
     """Rows on model_facts' real curve: cache_bytes(seq) and the analytic weight bytes."""
-    from ..model_facts import dtype_bytes
+    from ...core.model_facts import dtype_bytes
 
     weights = facts.weight_bytes(dtype)
     limit = facts.max_positions
@@ -145,7 +145,7 @@ def _max_positions(config) -> int | None:
 def formula_rows(name: str) -> list[dict]:
     """Rows for one built-in architecture from model_facts (no model is built); [] where the facts do not
     describe its architecture."""
-    from ..model_facts import ModelFactsError, load
+    from ...core.model_facts import ModelFactsError, load
 
     try:
         facts = load(name)
@@ -172,7 +172,7 @@ def measured_bytes_per_token(ctx: RunContext) -> float:
 
 def run(ctx: RunContext) -> Result:
     from ..devices import dtype_name
-    from ..kv_formula import fits_rows
+    from ...core.kv_formula import fits_rows
 
     loaded = ctx.loaded
     shape = kv_shape(loaded.full_config)
@@ -180,7 +180,7 @@ def run(ctx: RunContext) -> Result:
     dtype = dtype_name(ctx.dtype)
     if loaded.is_replica:
         if facts is None:
-            raise Skip(f"{loaded.name} is a replica and runner/model_facts.py does not describe its "
+            raise Skip(f"{loaded.name} is a replica and runner/core/model_facts.py does not describe its "
                        "architecture: no weight bytes to compare with")
         rows = facts_rows(loaded.name, "measured", facts, dtype, loaded.build_json(), head_fields(loaded.config))
         for r in rows:
@@ -213,5 +213,5 @@ def run(ctx: RunContext) -> Result:
                                        else "never"))
     summary = ["crossover: " + "; ".join(parts)]
     if skipped:
-        summary.append(f"no formula rows for {', '.join(skipped)} (runner/model_facts.py does not describe them)")
+        summary.append(f"no formula rows for {', '.join(skipped)} (runner/core/model_facts.py does not describe them)")
     return Result({"kv_crossover_v3": rows, "kv_fits_formula": fits}, summary)

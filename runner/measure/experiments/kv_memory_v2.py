@@ -2,7 +2,7 @@
 
 Sums every tensor the cache object holds (K, V, and the constant-size conv/recurrent states of
 linear-attention and Mamba layers), so nothing else alive in memory can leak into the number. Compared
-layer by layer with runner/model_facts.py (windows, chunks, MLA and states included; the old K/V formula
+layer by layer with runner/core/model_facts.py (windows, chunks, MLA and states included; the old K/V formula
 where the facts do not know the architecture), at lengths below, at and above every window and chunk.
 On a KV-faithful replica built one layer per cache kind, each layer is measured as the built layer of its
 kind and the row says so (model_build). Publishes the measured bytes/token in ctx.shared for later
@@ -14,7 +14,7 @@ import torch
 
 from . import Result, RunContext
 from ..kv_cache import forward_with_cache, read_cache, storage_bytes
-from ..kv_formula import facts_for, kv_shape
+from ...core.kv_formula import facts_for, kv_shape
 
 NAME = "kv_memory_v2"
 ITERATION = 2

@@ -10,7 +10,7 @@ the cache tensor bytes, the allocator's allocated and reserved bytes, and stop a
 - the time budget, or a request cap on the CPU only (a GPU has none: its capacity is measured by filling
   it, not extrapolated from a capped sample);
 - an out-of-memory error, which is caught, everything freed, and the device checked usable afterwards.
-Then, on a GPU, one deliberate out-of-memory in a child process (runner/oom_child.py) proves the
+Then, on a GPU, one deliberate out-of-memory in a child process (runner/measure/oom_child.py) proves the
 recovery path without risking this run: the error is caught, the memory freed, a forward pass still runs.
 
 The theoretical maximum is free memory / measured bytes per request (the seed's definition), and the
@@ -31,9 +31,9 @@ from typing import Callable
 import torch
 
 from . import Result, RunContext
-from ..errors import UserError
+from ...core.errors import UserError
 from ..kv_cache import cache_bytes, cache_layers, forward_with_cache
-from ..kv_formula import kv_shape
+from ...core.kv_formula import kv_shape
 from ..probes import CudaAllocator, cuda_free_bytes, host_available_bytes, host_total_bytes
 
 NAME = "kv_pressure_v3"
@@ -299,14 +299,14 @@ def run(ctx: RunContext) -> Result:
 
 def oom_recovery(ctx: RunContext) -> tuple[str, str | None]:
     """('recovered' | 'failed' | 'skipped', note): one deliberate out-of-memory in a child process
-    (runner/oom_child.py): caught, memory freed, and a forward pass still runs afterwards."""
+    (runner/measure/oom_child.py): caught, memory freed, and a forward pass still runs afterwards."""
     if not ctx.is_cuda:
         return "skipped", ("CPU: an allocation past the host's memory is the kernel's OOM killer, not an "
                            "exception, so there is no recovery path to prove")
     from ..child_process import ChildError, run_json_child
 
     try:
-        out = run_json_child("kvreport.runner.oom_child", {"device": str(ctx.device)}, "out-of-memory child",
+        out = run_json_child("kvreport.runner.measure.oom_child", {"device": str(ctx.device)}, "out-of-memory child",
                              OOM_CHILD_TIMEOUT_S)
     except ChildError as exc:
         return "failed", str(exc)

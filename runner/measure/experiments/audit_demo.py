@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 
-from ..audit.engine import TABLES as AUDIT_TABLES
+from ...audit.engine import TABLES as AUDIT_TABLES
 from . import Result, RunContext
 
 NAME = "audit_demo"
@@ -46,7 +46,7 @@ DEPLOYMENT_BYTES = 2  # a served model's KV is 16-bit (float16/bfloat16), whatev
 def _deployment(ctx: RunContext, bpt: float, how: str):
     """Traffic is priced as it would be served: the KV at 16-bit. A CPU run measures at float32, which would
     double every footprint; the measured size is scaled by element size (exact: same shapes, fewer bytes)."""
-    from ..audit.pricing import Pricing
+    from ...audit.pricing import Pricing
 
     element = ctx.dtype.itemsize
     if element == DEPLOYMENT_BYTES:
@@ -63,12 +63,22 @@ def _relabel(rows: list[dict], folder: str) -> None:
                 r[key] = r[key].replace(folder.rstrip("/") + "/", "demo/")
 
 
+def memory_now(device) -> "Memory":
+    """Free memory measured right now on the device the run uses: what the demo's sessions must fit into."""
+    from ...audit.pricing import Memory
+    from ..probes import cuda_free_bytes, host_available
+
+    if getattr(device, "type", "cpu") == "cuda":
+        return Memory(cuda_free_bytes(device)[0], f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
+    free, source = host_available()
+    return Memory(free, f"measured: {source}" if source else None)
+
+
 def run(ctx: RunContext) -> Result:
-    from ..audit.demo import write_demo
-    from ..audit.engine import AuditOptions, fetch, run_audit
-    from ..audit.pricing import memory_now
-    from ..audit.tokenizer import load_tokenizer
-    from ..store import apply_steps, connect
+    from ...audit.demo import write_demo
+    from ...audit.engine import AuditOptions, fetch, run_audit
+    from ...audit.tokenizer import load_tokenizer
+    from ...core.store import apply_steps, connect
 
     pricing = _pricing(ctx)
     memory = memory_now(ctx.device)

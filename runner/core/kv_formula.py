@@ -2,7 +2,7 @@
 
 bytes/token = 2 (K and V) x n_layers x n_kv_heads x d_head x dtype_bytes
 
-Where runner/model_facts.py describes the architecture (MLA, chunked attention, layer patterns, linear-attention
+Where runner/core/model_facts.py describes the architecture (MLA, chunked attention, layer patterns, linear-attention
 and Mamba states), `facts_for` returns its per-layer facts and callers use those; `kv_shape` stays for the K/V
 geometry columns and for architectures the facts do not know.
 
@@ -94,7 +94,7 @@ def formula_bytes_per_token(config, dtype_bytes: int = 2) -> int:
 
 
 def facts_for(loaded):
-    """runner/model_facts.py's description of a loaded model (from its config.json), or None when the facts
+    """runner/core/model_facts.py's description of a loaded model (from its config.json), or None when the facts
     do not know its architecture. Cached on the LoadedModel."""
     cached = getattr(loaded, "_facts", False)
     if cached is not False:

@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from .errors import UserError
+from .builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1}
 BLOCK_TOKENS = 16  # vLLM's default block size
@@ -996,12 +997,8 @@ def facts_from_config(raw: dict, name: str = "", where: str = "config.json", sou
 
 # ---------------------------------------------------------------------------------------------- finding configs
 
-# transformers config class -> model_type, for runner/models.py's legacy built-in dicts.
-_LEGACY_CLASSES = {"GPT2Config": "gpt2", "LlamaConfig": "llama", "MistralConfig": "mistral", "Qwen2Config": "qwen2"}
-
-
 def catalogue_names() -> list[str]:
-    """Models in runner/catalogue/ (files with a "config"; mla_layouts.json and the like are not models)."""
+    """Models in runner/core/catalogue/ (files with a "config"; mla_layouts.json and the like are not models)."""
     names = []
     for path in sorted(CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []:
         try:
@@ -1026,18 +1023,15 @@ def _catalogue_entry(name: str) -> tuple[dict, str] | None:
 
 
 def _legacy(name: str) -> tuple[dict, str] | None:
-    from .models import BUILTIN, TEST_MODELS  # torch-free at module level (transformers is imported lazily)
-
     table = {**BUILTIN, **TEST_MODELS}
     if name not in table:
         return None
     cls, kwargs = table[name]
-    return {"model_type": _LEGACY_CLASSES[cls], **kwargs}, "runner/models.py (built-in hyperparameters)"
+    return {"model_type": LEGACY_MODEL_TYPES[cls], **kwargs}, "runner/core/builtin_configs.py (built-in hyperparameters)"
 
 
 def builtin_names() -> list[str]:
-    from .models import BUILTIN
-
+    """Every built-in architecture: the catalogue's and the hand-written ones it does not carry."""
     return sorted(set(catalogue_names()) | set(BUILTIN))
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .errors import UserError
+from ..core.errors import UserError
 
 
 class DeviceError(UserError):

@@ -2,7 +2,7 @@
 the default allocator and with expandable_segments:True.
 
 The allocator reads its configuration once, when CUDA starts, so each setting runs in a fresh child
-process (runner/frag_child.py, torch only, tensors of this model's real per-request KV shapes). Same
+process (runner/measure/frag_child.py, torch only, tensors of this model's real per-request KV shapes). Same
 scenario and seed for both: admit requests of varied lengths, decode a few tokens each (DynamicCache
 grows by torch.cat), evict a random subset, then empty_cache(). Counters: allocated, reserved,
 inactive-split bytes and allocation retries after each phase, the peak reserved during it (the first
@@ -15,7 +15,7 @@ import os
 
 from . import Result, RunContext, Skip
 from ..child_process import ChildError, run_json_child
-from ..kv_formula import kv_shape
+from ...core.kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 
 NAME = "kv_frag_v2"
@@ -52,7 +52,7 @@ def run_child(allocator: str, spec: dict, timeout_s: int = CHILD_TIMEOUT_S) -> d
     if ALLOCATORS[allocator]:
         for var in CONF_VARS:
             env[var] = ALLOCATORS[allocator]
-    return run_json_child("kvreport.runner.frag_child", spec, f"{allocator} allocator", timeout_s, env,
+    return run_json_child("kvreport.runner.measure.frag_child", spec, f"{allocator} allocator", timeout_s, env,
                           error=FragChildError)
 
 

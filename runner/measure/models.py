@@ -12,58 +12,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
+from ..core import model_facts
+from ..core.model_facts import builtin_names, catalogue_names
+from ..core.builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
+from ..core.errors import UserError
 
-# Set before transformers is imported anywhere: a stray hub lookup must fail fast, not hang.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-
-# Built-in names: runner/catalogue/<name>.json (published config.json files with their sources) first, then
-# the hand-written architectures below for the names the catalogue does not carry yet.
-# name -> (config class, hyperparameters), copied from each model's published config.json.
-BUILTIN: dict[str, tuple[str, dict]] = {
-    "gpt2": ("GPT2Config", dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
-    "gpt2-medium": ("GPT2Config", dict(n_layer=24, n_head=16, n_embd=1024, n_positions=1024, vocab_size=50257)),
-    "llama-2-7b": ("LlamaConfig", dict(
-        hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=32, vocab_size=32000, max_position_embeddings=4096, rms_norm_eps=1e-5)),
-    "mistral-7b": ("MistralConfig", dict(  # v0.1: the release with a 4096-token sliding window
-        hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, vocab_size=32000, max_position_embeddings=32768, sliding_window=4096,
-        rms_norm_eps=1e-5)),
-    "qwen2.5-0.5b": ("Qwen2Config", dict(
-        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-        num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, tie_word_embeddings=True,
-        rms_norm_eps=1e-6, rope_theta=1000000.0, use_sliding_window=False, sliding_window=32768)),
-    "qwen2.5-7b": ("Qwen2Config", dict(
-        hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-        num_key_value_heads=4, vocab_size=152064, max_position_embeddings=32768, tie_word_embeddings=False,
-        rms_norm_eps=1e-6, rope_theta=1000000.0, use_sliding_window=False, sliding_window=131072)),
-}
-_LEGACY_MODEL_TYPES = {"GPT2Config": "gpt2", "LlamaConfig": "llama", "MistralConfig": "mistral",
-                       "Qwen2Config": "qwen2"}
-
-# A GPT-2-shaped toy for tests and --quick smoke runs on slow CPUs; not listed as a real architecture.
-TEST_MODELS: dict[str, tuple[str, dict]] = {
-    "tiny-gpt2": ("GPT2Config", dict(n_layer=2, n_head=4, n_embd=64, n_positions=512, vocab_size=512,
-                                      bos_token_id=0, eos_token_id=0)),
-    "tiny-llama-gqa": ("LlamaConfig", dict(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=512, max_position_embeddings=512)),
-}
-CATALOGUE = Path(__file__).resolve().parent / "catalogue"
-
-
-def catalogue_names() -> list[str]:
-    from .model_facts import catalogue_names as names  # torch-free; skips files that are not models
-
-    return names()
-
-
-def builtin_names() -> list[str]:
-    """Every built-in architecture: the catalogue's and the hand-written ones it does not carry."""
-    return sorted(set(catalogue_names()) | set(BUILTIN))
+CATALOGUE = model_facts.CATALOGUE
 
 
 class ModelError(UserError):
@@ -206,8 +160,8 @@ def resolve(name: str) -> ModelSpec:
     table = {**BUILTIN, **TEST_MODELS}
     if name in table:
         cls_name, kwargs = table[name]
-        return ModelSpec(name, {"model_type": _LEGACY_MODEL_TYPES[cls_name], **kwargs}, "builtin",
-                         f"builtin:{name} (runner/models.py)")
+        return ModelSpec(name, {"model_type": LEGACY_MODEL_TYPES[cls_name], **kwargs}, "builtin",
+                         f"builtin:{name} (runner/measure/models.py)")
     if not is_local_path(name):
         raise ModelError(f"unknown model {name!r}; built-in models: {', '.join(builtin_names())} "
                          "(or give a config.json file, or a folder with a config.json, with or without weights)")
@@ -499,7 +453,7 @@ def plan_replica(config, raw: dict | None, dtype_bytes: int, budget_bytes: int, 
 
 
 def _facts_or_none(raw: dict):
-    from .model_facts import ModelFactsError, facts_from_config
+    from ..core.model_facts import ModelFactsError, facts_from_config
 
     try:
         return facts_from_config(raw)
@@ -554,7 +508,7 @@ def raw_config_of(name: str) -> dict:
 
 def describe_builtin() -> list[dict]:
     """One row per built-in architecture, for `kvreport models` and the crossover experiment."""
-    from .kv_formula import kv_shape
+    from ..core.kv_formula import kv_shape
 
     rows = []
     for name in builtin_names():

@@ -3,7 +3,7 @@ parent run: allocate CHUNK-sized blocks until the allocator raises OutOfMemoryEr
 block, check the allocator is back at its baseline, then run a forward pass of a small model (tiny-gpt2,
 random weights) to show the device still computes.
 
-    python -m kvreport.runner.oom_child '{"device": "cuda:0"}'
+    python -m kvreport.runner.measure.oom_child '{"device": "cuda:0"}'
 
 One JSON object on stdout: {"caught": bool, "allocated_at_oom": bytes, "freed": bool, "forward_ok": bool,
 "error": first line}. Exit 3 on a non-CUDA device (a CPU allocation failure is the kernel's OOM killer,

@@ -5,7 +5,7 @@
 
 -- Per (seq_len, batch_size): kv_bytes is now every tensor the cache holds (K, V and constant-size states), split
 -- here; storage_bytes is what the distinct storages behind them pin (more than kv_bytes when a cached tensor is a
--- view of a larger buffer); expected_kv_bytes comes from runner/model_facts.py where it knows the architecture.
+-- view of a larger buffer); expected_kv_bytes comes from runner/core/model_facts.py where it knows the architecture.
 ALTER TABLE kv_memory_v2 ADD COLUMN k_bytes BIGINT;
 ALTER TABLE kv_memory_v2 ADD COLUMN v_bytes BIGINT;
 ALTER TABLE kv_memory_v2 ADD COLUMN state_bytes BIGINT;
@@ -32,7 +32,7 @@ ALTER TABLE kv_crossover_v3 ADD COLUMN note VARCHAR;
 ALTER TABLE kv_crossover_v3 ADD COLUMN model_build VARCHAR;
 
 -- How many requests of a given length fit beside the weights on one GPU of a given size: analytic (source is
--- always 'formula'), from runner/model_facts.py's cache in transformers' layout and its paged-engine view.
+-- always 'formula'), from runner/core/model_facts.py's cache in transformers' layout and its paged-engine view.
 CREATE TABLE kv_fits_formula (
     run_id INTEGER NOT NULL,
     model VARCHAR,
