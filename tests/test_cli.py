@@ -180,6 +180,41 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
     assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
 
 
+@pytest.mark.slow
+def test_run_exits_1_and_lists_the_failed_experiments(tmp_path, monkeypatch, capsys):
+    import types
+
+    from kvreport.runner import cli
+    from kvreport.runner.measure import experiments as ex
+    from kvreport.runner.measure.experiments import Experiment, Result, Skip
+
+    def module(name, fn):
+        return types.SimpleNamespace(NAME=name, ITERATION=1, ORDER=0, TABLES=(), run=fn)
+
+    def boom(ctx):
+        raise ZeroDivisionError("the measurement divided by zero")
+
+    def skip(ctx):
+        raise Skip("needs a GPU")
+
+    fakes = [Experiment("fine", "1", 1, module("fine", lambda ctx: Result({}, ["fine ran"]))),
+             Experiment("broken", "1", 2, module("broken", boom)),
+             Experiment("skipping", "1", 3, module("skipping", skip))]
+    monkeypatch.setattr(ex, "registry", lambda: fakes)
+    db = tmp_path / "k.duckdb"
+    with pytest.raises(SystemExit) as code:
+        cli.main(["run", "--model", "tiny-gpt2", "--device", "cpu", "--quick", "--iterations", "1", "--db", str(db)])
+    assert code.value.code == 1
+    out = capsys.readouterr().out
+    assert "FAILED: 1 of 3 experiments" in out
+    assert "  - broken: ZeroDivisionError: the measurement divided by zero" in out
+    assert "skipping" not in out.split("FAILED: 1 of 3")[1]  # a skip is not a failure
+
+    monkeypatch.setattr(ex, "registry", lambda: [fakes[0], fakes[2]])
+    cli.main(["run", "--model", "tiny-gpt2", "--device", "cpu", "--quick", "--iterations", "1", "--db", str(db)])
+    assert "FAILED" not in capsys.readouterr().out  # returned normally: exit status 0
+
+
 def test_findings_prints_the_memory_headline(quick_run):
     _, db, _ = quick_run
     r = kvreport("findings", "--db", str(db))

@@ -1,5 +1,6 @@
 """KV compaction: every gather method exact on random data, the check that catches a wrong gather, the
-workload shapes and the experiment's rows on the CPU (Triton methods skipped with the reason)."""
+workload shapes and the experiment's rows on the CPU (Triton methods skipped with the reason: triton
+missing, or its probe launch failing), and a method that fails its first run skipped, not fatal."""
 from __future__ import annotations
 
 import subprocess
@@ -84,3 +85,36 @@ def test_without_triton_the_triton_methods_are_skipped_with_the_reason():
     out = subprocess.run([sys.executable, "-c", f"{blocked}; print(compaction.probe_triton(torch.device('cpu')))"],
                          capture_output=True, text=True, timeout=300)
     assert out.stdout.strip().startswith("triton is not installed"), out.stderr[-2000:]
+
+
+def test_a_triton_that_cannot_launch_is_the_triton_methods_skip_reason(monkeypatch):
+    """Importing triton works, but its first launch fails (no C compiler for its launcher): the Triton
+    methods are skipped with that reason, naive and batched keep their rows."""
+    import kvreport.runner.measure.triton_gather as tg
+
+    def no_compiler(*args, **kwargs):
+        raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.")
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the probe path, which the CPU otherwise never takes
+    monkeypatch.setattr(kc, "_TRITON_PROBED", {})
+    monkeypatch.setattr(tg, "gather_rows", no_compiler)
+    ctx = ctx_for("tiny-llama-gqa", copy_roof_gbs=10.0, peak_gbs=None)
+    result = kv_compact_v2.run(ctx)
+    rows = result.tables["kv_compact_v2"]
+    assert {r["method"] for r in rows} == {"naive", "batched"} and all(r["correct"] for r in rows)
+    why = "the Triton gather's probe launch failed: RuntimeError: Failed to find C compiler."
+    assert all(why in r["skipped_methods"] for r in rows)
+    assert list(kc._TRITON_PROBED.values()) == [why + " Please specify via CC environment variable."]
+
+
+def test_a_method_that_raises_on_its_first_run_is_skipped_not_fatal():
+    w = kc.make_workload(n_tensors=4, n_live=3, row=16, dtype=torch.float32, device=CPU)
+
+    def broken():
+        raise RuntimeError("kernel launch failed")
+
+    w.broken = broken
+    ok, correct, skipped = kc.checked_methods(w, ("naive", "batched", "broken"))
+    assert set(ok) == {"naive", "batched"} and correct == {"naive": True, "batched": True}
+    assert skipped["broken"] == "failed its first run: RuntimeError: kernel launch failed"
+    assert "triton" in kc.checked_methods(w)[2]  # on the CPU the Triton methods are skipped with a reason

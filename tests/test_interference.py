@@ -1,14 +1,21 @@
 """Interference of compaction and decode: the sanity bound, a failed compaction re-raised, the threaded
-run on the CPU and the compaction sized to the decode part."""
+run on the CPU, the compaction sized to the decode part, the decode part's fallback graph -> static ->
+eager (a fake torch.cuda passed in, tests/fake_cuda.py), and the GPU sizing of an 8B model on an
+H200-like device, its pilot path driven on the CPU with the probes passed in."""
 from __future__ import annotations
 
 
 import pytest
 import torch
+from transformers import StaticCache
 
+from kvreport.runner.measure.experiments import RunContext
 from kvreport.runner.measure.experiments import kv_interference_v3 as interference
 
-from measure_helpers import make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from fake_cuda import FakeCuda, InjectedFailure, decoders
+from measure_helpers import CPU, make_ctx, tiny  # noqa: F401 - tiny: a fixture
+
+NO_HEADLINE_ROOF = {"copy_roof_gbs": 10.0, "peak_gbs": None}  # skip measuring the headline roof: not under test
 
 
 def _t(ms):
@@ -54,8 +61,7 @@ def test_threaded_both_reraises_a_failed_compaction(tiny):
 
 
 def test_interference_runs_on_cpu_with_threads(tiny):
-    ctx = make_ctx(tiny)
-    ctx.shared.update(copy_roof_gbs=10.0, peak_gbs=None)  # skip the headline roof: not under test here
+    ctx = make_ctx(tiny, shared=dict(NO_HEADLINE_ROOF))
     with torch.inference_mode():
         result = interference.run(ctx)
     rows = {r["mode"]: r for r in result.tables["kv_interference_v3"]}
@@ -88,3 +94,111 @@ def test_compaction_is_sized_to_the_decode_part(tiny, ms_per_mib, decode_ms):
     work, ms = interference.balanced_workload(make_ctx(tiny), decode_ms, time_gather=fake_gather)
     assert ms == fake_gather(work)
     assert 0.5 <= ms / decode_ms <= 2.0
+
+
+# --- the decode part's mode: graph, then static, then eager ---------------------------------------------
+
+def test_interference_falls_back_from_graph_to_static_to_eager_and_says_why(tiny):
+    def run():  # the CUDA order of modes, on the CPU: the graph decoder drives a fake whose capture fails
+        return interference.run(make_ctx(tiny, shared=dict(NO_HEADLINE_ROOF)), modes=("graph", "static", "eager"),
+                                make_decoder=decoders(graph={"cuda": FakeCuda("capture")}))
+
+    result = run()
+    rows = result.tables["kv_interference_v3"]
+    assert {r["decode_mode"] for r in rows} == {"static"}
+    assert {r["decode_fallback"] for r in rows} == {
+        "graph: CUDA graph capture failed: InjectedFailure: operation not permitted when stream is capturing (injected)"}
+
+    def explode_on_static_steps(model, args, kwargs):  # the prefill runs; every one-token static step fails
+        if args[0].shape[1] == 1 and any(isinstance(v, StaticCache) for v in kwargs.values()):
+            raise InjectedFailure("static step exploded")
+
+    hook = tiny.model.register_forward_pre_hook(explode_on_static_steps, with_kwargs=True)
+    try:  # the graph's warm-up runs the static step too
+        result = run()
+    finally:
+        hook.remove()  # the model is the module's fixture
+    rows = result.tables["kv_interference_v3"]
+    assert {r["decode_mode"] for r in rows} == {"eager"} and all(r["correct"] for r in rows)
+    fallback = rows[0]["decode_fallback"]
+    assert fallback.startswith("graph: CUDA graph warm-up failed: InjectedFailure: static step exploded; ")
+    assert "static: failed: InjectedFailure: static step exploded" in fallback
+    assert any("fallbacks" in line for line in result.summary)
+
+
+def test_interference_without_any_decode_mode_fails_with_every_reason(tiny):
+    def broken(*args, **kwargs):
+        raise InjectedFailure("no decoder")
+
+    with pytest.raises(RuntimeError, match="no decode mode ran: static: failed: InjectedFailure: no decoder; eager: failed"):
+        interference.run(make_ctx(tiny, shared=dict(NO_HEADLINE_ROOF)), make_decoder=broken)
+
+
+# --- sizing on a GPU ------------------------------------------------------------------------------------
+
+H200_READ_GBS = 4000.0   # what a well-fed decode step and a good gather reach of the H200's 4.8 TB/s
+LLAMA_8B_STEP_BYTES = 15_000_000_000  # llama-3.1-8b at bf16: 16 GB of weights less the 1 GB input table
+FREE_AFTER_LOAD = 120_000_000_000  # ~141 GB card, the model and its caches loaded
+
+
+def test_gpu_sizing_balances_an_8b_model():
+    step_ms = LLAMA_8B_STEP_BYTES / (H200_READ_GBS * 1e6)  # ~3.75 ms per step
+    ms_per_live_byte = 2 / (H200_READ_GBS * 1e6)  # a gather reads and writes each live byte
+    steps, cap = interference.gpu_sizing(step_ms, ms_per_live_byte, FREE_AFTER_LOAD, max_steps=4)
+    assert cap == int(0.6 * FREE_AFTER_LOAD) // 4 and 1 <= steps < 4
+    decode_ms = steps * step_ms
+    live = min(cap, decode_ms / ms_per_live_byte)  # what balanced_workload aims for
+    assert not interference.cap_binds(live, cap)
+    assert 0.5 <= live * ms_per_live_byte / decode_ms <= 2.0
+    # The fixed 4 GiB cap and four steps it replaces: balance 0.15, outside 0.5-2x.
+    old = (4 << 30) * ms_per_live_byte / (4 * step_ms)
+    assert old < 0.5
+
+
+def test_gpu_sizing_gives_a_small_model_every_step_and_says_when_the_cap_binds():
+    ms_per_live_byte = 2 / (H200_READ_GBS * 1e6)
+    steps, cap = interference.gpu_sizing(0.15, ms_per_live_byte, FREE_AFTER_LOAD, max_steps=4)  # gpt2
+    assert steps == 4 and not interference.cap_binds(4 * 0.15 / ms_per_live_byte, cap)
+    # A model whose one step outlasts any gather free memory allows: one step, and the cap binds.
+    steps, cap = interference.gpu_sizing(200.0, ms_per_live_byte, 8_000_000_000, max_steps=4)
+    live = min(cap, 200.0 / ms_per_live_byte)
+    assert steps == 1 and live == cap and interference.cap_binds(live, cap)
+    assert live * ms_per_live_byte / 200.0 < 0.5  # unbalanced, and recorded so instead of resized
+
+
+def test_the_gpu_pilot_path_sizes_steps_and_cap_from_free_memory(tiny):
+    """The CUDA branch of the decode part's set-up, run on the CPU: a one-step pilot, a pilot gather, the
+    free memory read, then the decoder rebuilt with the sized steps. The device probes (free memory, the
+    settle) and a small pilot gather are passed in."""
+    class CudaLike(RunContext):
+        is_cuda = True
+
+    free = 1 << 30
+    ctx = CudaLike(run_id=1, device=CPU, dtype=torch.float32, loaded=tiny, quick=True)
+    built = []
+
+    def recording(*args):  # the steps each decoder was built with
+        built.append(args[-1])
+        return interference.make_decoder(*args)
+
+    with torch.inference_mode():
+        dec, pilot_ms, cap, per_byte = interference._decode_part(
+            ctx, "static", 1, 16, max_steps=3, make_decoder=recording, free_bytes=lambda device: (free, 2 * free),
+            settle=lambda ctx: None, pilot_live_bytes=1 << 20)
+    assert cap == int(0.6 * free) // 4 and per_byte > 0 and pilot_ms > 0
+    assert built[0] == 1 and dec.steps == built[-1] and 1 <= dec.steps <= 3
+    assert len(built) == (1 if dec.steps == 1 else 2)
+
+
+def test_resize_is_skipped_when_the_cap_binds(tiny):
+    """balanced_workload stops growing the gather at its cap instead of rebuilding the same workload."""
+    sizes = []
+
+    def slow_gather(w):  # 1 ms per live MiB: the decode part would need 50 MiB, the cap is 16 MiB
+        sizes.append(w.kv_bytes)
+        return w.kv_bytes / 2**20
+
+    cap = 16 << 20
+    work, ms = interference.balanced_workload(make_ctx(tiny), 50.0, time_gather=slow_gather, cap=cap)
+    assert sizes[0] == pytest.approx(8 << 20, rel=0.05)  # the CPU pilot
+    assert len(sizes) == 2 and sizes[1] <= cap and interference.cap_binds(sizes[1], cap)  # grown once, to the cap

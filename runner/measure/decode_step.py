@@ -16,6 +16,9 @@ brings the cache back to the prefix (untimed), so every call does the same work 
   same on every supported transformers release, 5.17 on the GPU image to the newest in CI).
 A decoder that cannot run here raises ModeUnavailable with the reason; the experiments catch every other
 failure of a mode too, so one mode's failure is that mode's recorded skip and the other modes keep their rows.
+What the static and graph decoders drive is passed in, with the production default: the StaticCache
+factory, the rewind, and the CUDA API (so the CPU tests hand in a fake torch.cuda that fails in one
+phase, or a rewind that fails on its n-th call, instead of patching this module).
 """
 from __future__ import annotations
 
@@ -106,7 +109,7 @@ class EagerDecoder:
         return sum(self.kv_bytes + (i + 1) * self.growth_bytes for i in range(self.steps))
 
 
-def _static_cache(model, batch: int, max_len: int, device, dtype):
+def static_cache(model, batch: int, max_len: int, device, dtype):
     """A StaticCache for `max_len` tokens, whatever the installed release calls its arguments."""
     params = inspect.signature(StaticCache.__init__).parameters
     kwargs = {"config": model.config, "max_cache_len": max_len}
@@ -168,15 +171,19 @@ def rewind_static_cache(cache, length: int) -> None:
 
 
 class StaticDecoder:
+    """`make_cache(model, batch, max_len, device, dtype)` builds the StaticCache and `rewind(cache, length)`
+    puts it back to the prefix between calls (defaults: static_cache, rewind_static_cache)."""
     mode = "static"
 
-    def __init__(self, model, prefix_ids, step_ids, steps: int = 1):
+    def __init__(self, model, prefix_ids, step_ids, steps: int = 1, *, make_cache=static_cache,
+                 rewind=rewind_static_cache):
         self.model, self.step_ids, self.steps = model, step_ids, steps
+        self._rewind = rewind
         self.prefix = prefix_ids.shape[1]
         batch, device = prefix_ids.shape[0], prefix_ids.device
         dtype = next(model.parameters()).dtype
         self.max_len = self.prefix + steps  # exactly what the steps need: no padded reads
-        self.cache = _static_cache(model, batch, self.max_len, device, dtype)
+        self.cache = make_cache(model, batch, self.max_len, device, dtype)
         check_rewindable(self.cache, self.max_len)
         self._kw = _cache_kwarg(model)
         try:
@@ -195,7 +202,7 @@ class StaticDecoder:
             self.logits = self._forward(self.step_ids)
 
     def reset(self) -> None:
-        rewind_static_cache(self.cache, self.prefix)
+        self._rewind(self.cache, self.prefix)
 
     restore_method = "static"
 
@@ -205,11 +212,6 @@ class StaticDecoder:
     def kv_read_bytes(self) -> int:
         """The attention reads the whole preallocated buffer at every step (masked beyond the position)."""
         return self.steps * self.buffer_bytes
-
-
-# The CUDA API the graph decoder drives. A module attribute, so the CPU tests can put a fake here that
-# injects a failure into one phase (warm-up, reset, capture, replay) and check it becomes a recorded skip.
-CUDA = torch.cuda
 
 
 def graph_unavailable(device) -> str | None:
@@ -231,15 +233,21 @@ class GraphDecoder(StaticDecoder):
     (two static calls, each followed by a reset), capture, a reset, one checked replay and a final reset,
     each phase ending in a synchronise so that an asynchronous CUDA error surfaces inside the phase that
     caused it. Any failure becomes ModeUnavailable naming the phase and the exception's type and message:
-    the experiment records it as this mode's skip, and the other modes keep their rows."""
+    the experiment records it as this mode's skip, and the other modes keep their rows.
+
+    `cuda` is the CUDA API it drives: None for torch.cuda, on a CUDA device only. A caller that passes its
+    own (the CPU tests' fake, which injects a failure into one phase) vouches for the device itself.
+    `static_options` go to StaticDecoder (the cache factory, the rewind)."""
     mode = "graph"
 
-    def __init__(self, model, prefix_ids, step_ids, steps: int = 1):
-        why = graph_unavailable(prefix_ids.device)
-        if why:
-            raise ModeUnavailable(why)
-        super().__init__(model, prefix_ids, step_ids, steps)
-        cuda, device = CUDA, prefix_ids.device
+    def __init__(self, model, prefix_ids, step_ids, steps: int = 1, *, cuda=None, **static_options):
+        if cuda is None:
+            why = graph_unavailable(prefix_ids.device)
+            if why:
+                raise ModeUnavailable(why)
+            cuda = torch.cuda
+        super().__init__(model, prefix_ids, step_ids, steps, **static_options)
+        device = prefix_ids.device
         phase = "warm-up"
         try:
             side = cuda.Stream(device)
@@ -285,9 +293,10 @@ class GraphDecoder(StaticDecoder):
 DECODERS = {"eager": EagerDecoder, "static": StaticDecoder, "graph": GraphDecoder}
 
 
-def make_decoder(mode: str, model, prefix_ids, step_ids, steps: int = 1):
-    """A prefilled decoder of `mode`, or ModeUnavailable with the reason it cannot run here."""
-    return DECODERS[mode](model, prefix_ids, step_ids, steps)
+def make_decoder(mode: str, model, prefix_ids, step_ids, steps: int = 1, **options):
+    """A prefilled decoder of `mode`, or ModeUnavailable with the reason it cannot run here. `options` go to
+    the decoder's class (static and graph: make_cache, rewind; graph: cuda)."""
+    return DECODERS[mode](model, prefix_ids, step_ids, steps, **options)
 
 
 # Ops that make the host wait for the device: a tensor turned into a Python value, or an output whose size

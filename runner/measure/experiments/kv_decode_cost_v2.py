@@ -45,7 +45,7 @@ def sweep(ctx: RunContext) -> list[tuple[int, int]]:
 
 
 def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_bytes: int, peak: float | None,
-            warmup: int, repeats: int) -> dict:
+            warmup: int, repeats: int, make_decoder=make_decoder) -> dict:
     """One row: `mode` at (prefix_len, batch). Raises ModeUnavailable when the mode cannot run here."""
     shape = kv_shape(ctx.config)
     dec = make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix_len), ctx.input_ids(batch, 1), steps=1)
@@ -95,7 +95,9 @@ def _settle(ctx: RunContext) -> None:
             pass
 
 
-def run(ctx: RunContext) -> Result:
+def run(ctx: RunContext, make_decoder=make_decoder) -> Result:
+    """`make_decoder` (decode_step's by default) builds each mode's decoder: the tests pass one that hands
+    the graph decoder a fake torch.cuda, or a static decoder a failing rewind."""
     _, peak = roof_and_peak(ctx)
     weight_bytes = ctx.loaded.step_weight_bytes()  # what a step streams (untied input embedding excluded)
     warmup, repeats = (5, 30) if ctx.is_cuda else ((1, 6) if ctx.quick else (2, 11))
@@ -109,7 +111,7 @@ def run(ctx: RunContext) -> Result:
                 continue
             ctx.progress(f"decode step {mode} prefix={prefix_len} batch={batch}")
             try:
-                rows.append(measure(ctx, mode, prefix_len, batch, weight_bytes, peak, warmup, repeats))
+                rows.append(measure(ctx, mode, prefix_len, batch, weight_bytes, peak, warmup, repeats, make_decoder))
             except ModeUnavailable as why:
                 skipped[mode] = str(why)
             except Exception as exc:  # noqa: BLE001 - one mode's failure is its skip; the others keep their rows

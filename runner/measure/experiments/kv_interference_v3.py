@@ -270,10 +270,13 @@ def _settle_after_failure(ctx: RunContext) -> None:
         pass
 
 
-def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps: int):
+def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps: int, make_decoder=make_decoder,
+                 free_bytes=cuda_free_bytes, settle=_settle, pilot_live_bytes=COMPACT_PILOT_LIVE_BYTES["cuda"]):
     """(decoder, its pilot ms, live-byte cap of the gather, the gather's ms per live byte or None) for
-    `mode`: on a GPU a one-step pilot and a pilot gather size the steps and the cap from free memory
-    (`gpu_sizing`); on a CPU max_steps steps and the fixed cap."""
+    `mode`: on a GPU a one-step pilot and a pilot gather of `pilot_live_bytes` size the steps and the cap
+    from free memory (`free_bytes(device)`, after `settle(ctx)`: `gpu_sizing`); on a CPU max_steps steps
+    and the fixed cap. The probes and the pilot's size are parameters so that a CPU test can drive the
+    GPU branch with a fake free memory and a small pilot."""
     def build(steps):
         return make_decoder(mode, ctx.model, ctx.input_ids(batch, prefix), ctx.input_ids(batch, 1), steps)
 
@@ -285,27 +288,27 @@ def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps:
         return dec, pilot(dec), COMPACT_MAX_LIVE_BYTES["cpu", bool(ctx.quick)], None
     dec = build(1)
     step_ms = pilot(dec)
-    plan = plan_for(COMPACT_PILOT_LIVE_BYTES["cuda"], kv_shape(ctx.config), ctx.dtype_bytes, ctx.max_positions)
+    plan = plan_for(pilot_live_bytes, kv_shape(ctx.config), ctx.dtype_bytes, ctx.max_positions)
     work = make_workload(plan.n_tensors, plan.n_live, plan.row, ctx.dtype, ctx.device)
     gather_ms = time_fn(work.batched, ctx.device, warmup=1, repeats=5).median_ms
     per_byte, live_gibs = gather_ms / work.kv_bytes, work.kv_bytes / (1 << 30) / (gather_ms * 1e-3)
     del work
-    _settle(ctx)
-    steps, cap = gpu_sizing(step_ms, per_byte, cuda_free_bytes(ctx.device)[0], max_steps)
+    settle(ctx)
+    steps, cap = gpu_sizing(step_ms, per_byte, free_bytes(ctx.device)[0], max_steps)
     ctx.progress(f"pilot: one {mode} step {step_ms:.3f} ms, gather {live_gibs:,.0f} GiB/s live: "
                  f"{steps} step(s), gather cap {cap / MIB:,.0f} MiB live")
     if steps != 1:
         del dec
-        _settle(ctx)
+        settle(ctx)
         dec = build(steps)
     return dec, pilot(dec), cap, per_byte
 
 
-def _measure(ctx: RunContext, mode: str, key) -> dict:
+def _measure(ctx: RunContext, mode: str, key, make_decoder=make_decoder) -> dict:
     """Every measurement of the experiment with the decode part in `mode`; raises on any failure."""
     batch, prefix, max_steps, warmup, repeats = DECODE[key]
     prefix = min(prefix, ctx.max_positions - max_steps)  # reset() restores the prefix: steps never accumulate
-    decode, decode_pilot, cap, per_byte = _decode_part(ctx, mode, batch, prefix, max_steps)
+    decode, decode_pilot, cap, per_byte = _decode_part(ctx, mode, batch, prefix, max_steps, make_decoder)
     ctx.progress(f"decode part: {decode.steps} {decode.mode} steps (batch {batch}, prefix {prefix}) "
                  f"{decode_pilot:.3f} ms")
     start = int(decode_pilot / per_byte) if per_byte else None  # GPU: the pilot gather's rate says the size
@@ -331,7 +334,9 @@ def _measure(ctx: RunContext, mode: str, key) -> dict:
                 correct=correct, cap=cap, batch=batch, prefix=prefix)
 
 
-def run(ctx: RunContext) -> Result:
+def run(ctx: RunContext, modes: tuple[str, ...] | None = None, make_decoder=make_decoder) -> Result:
+    """`modes`: the decode modes to try, fastest first (default: DECODE_MODES for the device);
+    `make_decoder` builds each (decode_step's by default; the tests pass one with a fake torch.cuda)."""
     key = ("cuda" if ctx.is_cuda else "cpu", bool(ctx.quick))
     _, peak = roof_and_peak(ctx)
     # graph, then static, then eager: a mode that fails anywhere (set-up, pilot, timed rounds) hands over to
@@ -339,9 +344,9 @@ def run(ctx: RunContext) -> Result:
     slower_modes: list[str] = []
     got = None
     with torch.inference_mode():
-        for mode in DECODE_MODES[key[0]]:
+        for mode in modes or DECODE_MODES[key[0]]:
             try:
-                got = _measure(ctx, mode, key)
+                got = _measure(ctx, mode, key, make_decoder)
                 break
             except ModeUnavailable as exc:
                 slower_modes.append(f"{mode}: {exc}")
