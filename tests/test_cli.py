@@ -201,6 +201,40 @@ def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
     assert "demonstration" not in memory
 
 
+def test_main_leaves_no_process_state_behind(tmp_path, monkeypatch):
+    """main() may run many times in one process (tests, a program embedding kvreport): it registers no command
+    again, and the SIGTERM handler it installs while a command runs is gone afterwards, so a test runner's own
+    stop is not turned into a KeyboardInterrupt."""
+    import signal
+
+    from conftest import run_cli
+
+    from kvreport.runner import cli
+
+    def ours(signum, frame):
+        raise AssertionError("never called")
+
+    during = []
+    real = type(cli.app).__call__
+
+    def spy(app, *args, **kwargs):  # the SIGTERM handler while the command runs
+        during.append(signal.getsignal(signal.SIGTERM))
+        return real(app, *args, **kwargs)
+
+    monkeypatch.setattr(type(cli.app), "__call__", spy)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        commands = [c.name for c in cli.app.registered_commands]
+        assert len(commands) == len(set(commands)) == 8
+        for _ in range(2):
+            assert run_cli("findings", "--db", tmp_path / "missing.duckdb") != 0
+            assert signal.getsignal(signal.SIGTERM) is ours
+        assert [c.name for c in cli.app.registered_commands] == commands
+        assert len(during) == 2 and all(callable(h) and h is not ours for h in during)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_the_command_line_is_stored_shell_quoted(monkeypatch):
     import shlex
     import sys as _sys
