@@ -1,7 +1,9 @@
 """Named SQL queries, one `.sql` file each in analysis/queries/. The build fails if any query fails.
 
 Queries take only bound parameters ($run_id and friends), never string formatting, because the values
-(model names, session ids, paths) may come from untrusted logs.
+(model names, session ids, paths) may come from untrusted logs. Words shared with Python (the verdicts of
+analysis/verdicts.py) are parameters too ($confirmed, ...): each statement declares the parameters it reads, and
+`Queries` binds those of its `constants` a statement declares, beside the page's own.
 
 Some pages union every query whose name starts with a prefix (claim_*, headline_*, compare_*), so a new
 topic is a new .sql file and nothing else; `union` checks each one returns the agreed columns.
@@ -12,6 +14,8 @@ from functools import lru_cache
 from importlib import resources
 
 from kvreport.runner.core.errors import UserError
+
+from .verdicts import SQL_PARAMETERS
 
 
 class QueryError(UserError):
@@ -37,10 +41,12 @@ def names_with_prefix(prefix: str) -> list[str]:
 
 
 class Queries:
-    """Runs named queries against one open DuckDB connection and keeps what each returned."""
+    """Runs named queries against one open DuckDB connection and keeps what each returned. `constants` are
+    bound wherever a statement declares them (by default the verdict words)."""
 
-    def __init__(self, con):
+    def __init__(self, con, constants: dict[str, object] = SQL_PARAMETERS):
         self.con = con
+        self.constants = dict(constants)
         for statement in con.extract_statements(sql_text("_macros")):
             con.execute(statement)
         self.ran: dict[str, int] = {}
@@ -53,7 +59,10 @@ class Queries:
         if key in self._cache:
             return [dict(r) for r in self._cache[key]]
         try:
-            cur = self.con.execute(sql_text(name), params or None)
+            statement = self._statement(name)
+            declared = statement.named_parameters
+            bound = {**{k: v for k, v in self.constants.items() if k in declared}, **params}
+            cur = self.con.execute(statement, bound or None)
             cols = [d[0] for d in cur.description]
             rows = [dict(zip(cols, r)) for r in cur.fetchall()]
         except QueryError:
@@ -64,6 +73,13 @@ class Queries:
         self._cache[key] = rows
         self._columns[name] = cols
         return [dict(r) for r in rows]
+
+    def _statement(self, name: str):
+        """The one statement of queries/<name>.sql, parsed (it declares its named parameters)."""
+        statements = self.con.extract_statements(sql_text(name))
+        if len(statements) != 1:
+            raise QueryError(f"analysis/queries/{name}.sql: holds {len(statements)} statements; a query is one")
+        return statements[0]
 
     def one(self, name: str, **params) -> dict | None:
         rows = self(name, **params)

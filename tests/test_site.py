@@ -232,6 +232,16 @@ def test_cpu_runs_never_confirm_or_refute_a_gpu_measurement(built_site):
     assert re.search(rf"\d+ verdicts on {n_claims} claims", text)
 
 
+def test_claims_legend_and_overview_use_the_one_definition_of_the_verdicts(built_site):
+    from kvreport.analysis.verdicts import VERDICTS, Verdict
+
+    text = (built_site / "claims.html").read_text(encoding="utf-8")
+    legend = text[text.index('<dl class="verdict-legend">'):]
+    assert re.findall(r'<dt><span class="verdict verdict-([^"]*)">([^<]*)</span></dt>', legend) == [
+        (site_mod.slugify(v), v) for v in VERDICTS]
+    assert f"<strong>{Verdict.GPU_PENDING}</strong>" in text
+
+
 @pytest.mark.parametrize("device_kind, expected", [("cpu", "not yet measured on a GPU"), ("cuda", "confirmed")])
 def test_the_verdict_rule_is_applied_to_every_claim_query(small_db, tmp_path, monkeypatch, device_kind, expected):
     """A new claim query cannot bypass the rule: it applies to the union, not inside each file."""

@@ -19,6 +19,7 @@ import pytest
 
 from kvreport.analysis import queries as queries_mod
 from kvreport.analysis.pages import _claims
+from kvreport.analysis.verdicts import SQL_PARAMETERS, VERDICTS
 from kvreport.runner.core.store import Store
 
 GPT2_PARAMS = 124_439_808  # tied embeddings counted once
@@ -544,16 +545,25 @@ def test_every_claim_query_has_cases():
     assert {c.query for c in CASES} == set(queries_mod.names_with_prefix("claim_"))
 
 
-def test_every_verdict_a_claim_query_can_give_is_reached():
-    """Each claim query's verdict literals (its CASE branches) all appear among its cases' expectations."""
-    import re
+def _sql_code(name: str) -> str:
+    return re.sub(r"--[^\n]*", "", queries_mod.sql_text(name))  # comments may quote a verdict in prose
 
+
+def test_claim_queries_name_verdicts_only_as_parameters():
+    """The verdict words are defined once (analysis/verdicts.py): no claim query, nor the rule, spells one."""
+    spelled = re.compile("'(%s)'" % "|".join(map(re.escape, VERDICTS)))
+    for name in queries_mod.names_with_prefix("claim_") + ["claims_verdicts"]:
+        assert not spelled.findall(_sql_code(name)), f"{name}.sql spells a verdict; use its parameter ($confirmed, ...)"
+
+
+def test_every_verdict_a_claim_query_can_give_is_reached():
+    """Each claim query's verdict parameters (its CASE branches) all appear among its cases' expectations."""
     for name in queries_mod.names_with_prefix("claim_"):
-        sql = re.sub(r"--[^\n]*", "", queries_mod.sql_text(name))
-        literals = set(re.findall(r"'(%s)'" % "|".join(_claims.VERDICTS), sql))
+        given = {SQL_PARAMETERS[p] for p in re.findall(r"\$([a-z_]+)", _sql_code(name)) if p in SQL_PARAMETERS}
+        assert given, f"{name}: gives no verdict parameter"
         reached = {row[-1] if len(row) == 3 else row[1]
                    for c in CASES if c.query == name for rows in c.expect.values() for row in rows}
-        assert literals <= reached, f"{name}: no case reaches {sorted(literals - reached)}"
+        assert given <= reached, f"{name}: no case reaches {sorted(given - reached)}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -4,6 +4,7 @@ their topic's claims, so the same situation gets the same label everywhere."""
 from __future__ import annotations
 
 from kvreport.analysis.site import BuildError
+from kvreport.analysis.verdicts import VERDICTS, Verdict
 
 from ._helpers import latest_per_config
 
@@ -14,10 +15,7 @@ CLAIM_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "
 LEDGER_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "basis", "claim_on_gpu", "run_id",
                   "device_kind", "measured_value", "verdict", "data_verdict", "reasoning"]
 BASES = ("arithmetic", "measurement")
-GPU_PENDING = "not yet measured on a GPU"
-# In the order the legend lists them.
-VERDICTS = ["confirmed", "refuted", "differs by hardware", "expected", "inconsistent", "unsupported", GPU_PENDING,
-            "not measured"]
+GPU_PENDING = Verdict.GPU_PENDING
 SOURCES = {"profiler seed": "The earlier KV-cache profiler (RTX 2070)",
            "token article": "The token-allocation article"}
 _SQL_TYPES = {"run_id": "INTEGER", "claim_on_gpu": "BOOLEAN", "ord": "INTEGER"}

@@ -10,6 +10,7 @@ import jinja2
 from kvreport.runner.core.errors import UserError
 
 from ..charts import Chart
+from ..verdicts import Change, Verdict
 from .formats import FILTERS
 from .spec import BuildError, SiteInfo
 
@@ -25,6 +26,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.globals["table_layout"] = table_layout
+    env.globals.update(Verdict=Verdict, Change=Change)  # the verdict words, defined once (analysis/verdicts.py)
     env.filters["chart_column"] = lambda name: (name, str(name).replace("_", " "), "auto")  # a chart's data table: raw names, auto format
     return env
 
