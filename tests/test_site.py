@@ -17,9 +17,10 @@ import pytest
 
 from kvreport.analysis import queries as queries_mod
 from kvreport.analysis import site as site_mod
-from kvreport.analysis.pages import claims as claims_page
-from kvreport.analysis.pages import compare as compare_page
+from kvreport.analysis import claims as claims_mod
+from kvreport.analysis import regressions
 from kvreport.analysis.site import BuildError, build_site, check_links
+from kvreport.analysis.verdicts import VERDICTS
 from conftest import PAYLOADS, write_payload_db
 from htmldoc import Doc
 
@@ -190,9 +191,9 @@ def test_overview_has_no_evidence_banner_claiming_cpu_only_for_a_gpu_run(small_d
 
 def test_claims_ledger_unions_every_claim_query_with_valid_verdicts(built_site, fixture_db):
     rows = read_csv(built_site / "data" / "claims-ledger.csv")
-    assert rows[0] == claims_page.LEDGER_COLUMNS
+    assert rows[0] == claims_mod.LEDGER_COLUMNS
     body = [dict(zip(rows[0], r)) for r in rows[1:]]
-    assert {r["verdict"] for r in body} <= set(claims_page.VERDICTS)
+    assert {r["verdict"] for r in body} <= set(VERDICTS)
     ids = {r["claim_id"] for r in body}
     assert {"memory-formula", "memory-gpt2-arithmetic", "memory-all-lengths"} <= ids
     arithmetic = [r for r in body if r["claim_id"] == "memory-gpt2-arithmetic"]
@@ -379,7 +380,7 @@ def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, m
     _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
                  f"'1' AS seed_value, 'gpu' AS seed_hardware, '{basis}' AS basis, false AS claim_on_gpu, "
                  f"NULL::INTEGER AS run_id, NULL AS measured_value, '{verdict}' AS verdict, 'r' AS reasoning")
-    with pytest.raises(BuildError, match=rf"claim_zz_test\.sql.*{message}"):
+    with pytest.raises(claims_mod.ClaimError, match=rf"claim_zz_test\.sql.*{message}"):
         build_site(small_db, tmp_path / "out")
 
 
@@ -392,7 +393,7 @@ def test_claim_query_with_wrong_columns_stops_the_build(small_db, tmp_path, monk
 def test_headline_linking_a_missing_page_stops_the_build(small_db, tmp_path, monkeypatch):
     _patch_query(monkeypatch, "headline_zz_test", "SELECT 1 AS run_id, 'f' AS finding, 1.0 AS value, "
                  "'B' AS unit, 'nowhere.html' AS page")
-    with pytest.raises(BuildError, match=r"headline_zz_test\.sql: page 'nowhere\.html'"):
+    with pytest.raises(queries_mod.QueryError, match=r"headline_zz_test\.sql: page 'nowhere\.html'"):
         build_site(small_db, tmp_path / "out")
 
 
@@ -569,13 +570,13 @@ def _m(run, value, better="lower", p25=None, p75=None, metric="step"):
     (10.0, 12.0, None, "changed"),
 ])
 def test_classify(base, new, better, expected):
-    assert compare_page.classify(_m(1, base, better), _m(2, new, better))[1] == expected
+    assert regressions.classify(_m(1, base, better), _m(2, new, better))[1] == expected
 
 
 def test_overlapping_spreads_are_noise_not_regressions():
-    change, verdict = compare_page.classify(_m(1, 10.0, p25=8.0, p75=13.0), _m(2, 12.0, p25=11.0, p75=14.0))
+    change, verdict = regressions.classify(_m(1, 10.0, p25=8.0, p75=13.0), _m(2, 12.0, p25=11.0, p75=14.0))
     assert verdict == "within noise" and change == pytest.approx(0.2)
-    assert compare_page.classify(_m(1, 10.0, p25=9.5, p75=10.5), _m(2, 12.0, p25=11.5, p75=12.5))[1] == "regression"
+    assert regressions.classify(_m(1, 10.0, p25=9.5, p75=10.5), _m(2, 12.0, p25=11.5, p75=12.5))[1] == "regression"
 
 
 def test_changes_pair_runs_of_one_configuration_only():
@@ -583,7 +584,7 @@ def test_changes_pair_runs_of_one_configuration_only():
             {"run_id": 2, "device_name": "A100", "model": "gpt2", "dtype": "float16"},
             {"run_id": 3, "device_name": "H200", "model": "gpt2", "dtype": "float16"}]
     metrics = [_m(1, 10.0), _m(2, 30.0), _m(3, 13.0)]
-    found, n = compare_page.changes(metrics, runs)
+    found, n = regressions.changes(metrics, runs)
     assert n == 1
     assert [(c["base_run"], c["run_id"], c["verdict"]) for c in found] == [(1, 3, "regression")]
 

@@ -11,21 +11,20 @@ from __future__ import annotations
 import re
 import shutil
 from html.parser import HTMLParser
-import types
 from dataclasses import dataclass, field
 
 import duckdb
 import pytest
 
 from kvreport.analysis import queries as queries_mod
-from kvreport.analysis.pages import _claims
-from kvreport.analysis.verdicts import SQL_PARAMETERS, VERDICTS
+from kvreport.analysis import claims as claims_mod
+from kvreport.analysis.verdicts import SQL_PARAMETERS, VERDICTS, Verdict
 from kvreport.runner.core.store import Store
 
 GPT2_PARAMS = 124_439_808  # tied embeddings counted once
 GPT2_BPT16 = 2 * 12 * 12 * 64 * 2  # 36,864 B/token at 2-byte elements
 RTX = "NVIDIA GeForce RTX 2070"
-PENDING = _claims.GPU_PENDING
+PENDING = Verdict.GPU_PENDING
 
 
 @dataclass
@@ -525,7 +524,7 @@ def ledger_of(path, query: str, run_ids, monkeypatch) -> list[dict]:
     monkeypatch.setattr(queries_mod, "names_with_prefix", lambda prefix: [query] if prefix == "claim_" else [])
     con = duckdb.connect(str(path))
     try:
-        return _claims.ledger(queries_mod.Queries(con), types.SimpleNamespace(run_ids=set(run_ids)))
+        return claims_mod.ledger(queries_mod.Queries(con), run_ids)
     finally:
         con.close()
 

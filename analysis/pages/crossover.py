@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import PALETTE, make_chart
+from kvreport.analysis.claims import for_query
 from kvreport.analysis.site import PageSpec
 
-from . import _claims
 
 PAGE = PageSpec(slug="crossover", title="Crossover", order=60)
 EXPERIMENT = "kv_crossover_v3"
@@ -114,5 +114,5 @@ def context(q, site) -> CrossoverPage:
         agreement=q("crossover_measured_vs_formula"),
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
-        claims=_claims.for_query(q, site, "claim_crossover"),  # the ledger's rows: one rule, one label
+        claims=for_query(q, site.runs, "claim_crossover"),  # the ledger's rows: one rule, one label
     )

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, spread
+from kvreport.analysis.claims import for_query
 from kvreport.analysis.site import PageSpec
 
-from . import _claims
 
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
 EXPERIMENT = "kv_interference_v3"
@@ -72,6 +72,6 @@ def context(q, site) -> InterferencePage:
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
         violations=[s for s in summary if s["bound_violated"]],
-        claims=_claims.for_query(q, site, "claim_interference"),  # the ledger's rows: one rule, one label
+        claims=for_query(q, site.runs, "claim_interference"),  # the ledger's rows: one rule, one label
         gpu_pending=bool(summary) and all(s["device_kind"] != "cuda" for s in summary),
     )

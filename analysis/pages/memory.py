@@ -6,9 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kvreport.analysis import charts
+from kvreport.analysis.runs import latest_per_config
 from kvreport.analysis.site import PageSpec
 
-from ._helpers import latest_per_config
 
 PAGE = PageSpec(slug="memory", title="Memory", order=10)
 
@@ -35,7 +35,7 @@ def context(q, site) -> MemoryPage:
     summary = q("memory_bytes_per_token")
     # Cache sizes are exact, so older runs of one configuration would draw the same lines again; the
     # tables below still list every run.
-    shown_runs = latest_per_config({r["run_id"] for r in match}, site)
+    shown_runs = latest_per_config({r["run_id"] for r in match}, site.runs)
 
     # One line per run; batch sizes get a line of their own only where they differ (bytes per token of an
     # exact cache are the same at every batch, and identical lines would hide each other).
@@ -65,7 +65,7 @@ def context(q, site) -> MemoryPage:
         hlines=[(v, label) for v, label in formula_lines], y_unit="bytes")
 
     layer_series: dict[str, tuple[list, list]] = {}
-    for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site)):
+    for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site.runs)):
         for part in ("k", "v"):
             key = f"run {r['run_id']} {part.upper()} ({r['seq_len']:,} tokens)"
             xs, ys = layer_series.setdefault(key, ([], []))

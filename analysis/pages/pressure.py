@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import make_chart, reference_lines
+from kvreport.analysis.claims import for_query
 from kvreport.analysis.site import PageSpec
 
-from . import _claims
 from ._helpers import newest_first
 
 PAGE = PageSpec(slug="pressure", title="Pressure", order=50)
@@ -73,5 +73,5 @@ def context(q, site) -> PressurePage:
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),
         oom_runs=[c for c in caps if c["stop_reason"] == "oom"],
-        claims=_claims.for_query(q, site, "claim_pressure"),  # the ledger's rows: one rule, one label
+        claims=for_query(q, site.runs, "claim_pressure"),  # the ledger's rows: one rule, one label
     )

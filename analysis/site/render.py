@@ -10,6 +10,7 @@ import jinja2
 from kvreport.runner.core.errors import UserError
 
 from ..charts import Chart
+from ..headlines import headlines, page_slug
 from ..verdicts import Change, Verdict
 from .formats import FILTERS
 from .spec import BuildError, SiteInfo
@@ -130,10 +131,7 @@ MAX_ANSWERS = 3
 def page_answers(q, site: SiteInfo, slug: str) -> list[dict]:
     """The headline rows (analysis/queries/headline_*.sql) whose evidence is this page, newest run first and
     one per run: each page opens with them, a number and a sentence. Demonstrations come after findings."""
-    if site.headlines is None:
-        site.headlines = q.union("headline_", ["run_id", "finding", "value", "unit", "page"])
-    cache = site.headlines
-    mine = [h for h in cache if (h["page"] or "").split("#")[0].removesuffix(".html") == slug]
+    mine = [h for h in headlines(q, site.run_ids, site.page_order()) if page_slug(h) == slug]
     mine.sort(key=lambda h: (bool(h.get("demonstration")), -(h["run_id"] or 0)))
     seen, out = set(), []
     for h in mine:

@@ -35,7 +35,6 @@ class SiteInfo:
     file_schema: int | None = None     # schema version of the DB file as published (data/kvreport.duckdb)
     schema: int | None = None          # the schema the pages read (an older file is read through a migrated copy)
     pending: dict[str, str] = field(default_factory=dict)  # slug -> why the page has no data here ("GPU pending")
-    headlines: list[dict] | None = None  # rows of every headline_*.sql, read once (render.page_answers)
 
     def run(self, run_id) -> dict | None:
         return next((r for r in self.runs if r["run_id"] == run_id), None)
@@ -47,6 +46,10 @@ class SiteInfo:
             return f"run {run_id}"
         return " · ".join(str(x) for x in (f"run {run_id}", r.get("model"), r.get("dtype"), r.get("device_name"))
                           if x is not None)
+
+    def page_order(self) -> dict[str, int]:
+        """slug -> the page's place in the navigation, for every page of the site."""
+        return {p.slug: p.order for p in self.pages}
 
     def has_page(self, slug: str) -> bool:
         return any(p.slug == slug for p in self.pages)
