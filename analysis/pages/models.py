@@ -125,7 +125,6 @@ class ModelsPage:
     fits: list[dict]
     every_fit: list[dict]
     kinds: list[dict]
-    kind_names: list[str]
     mla: list[dict]
     mla_versions: list[dict]
     measured: list[dict]
@@ -153,7 +152,7 @@ def context(q, site) -> ModelsPage:
     kinds, kind_names = kind_rows(models)
     return ModelsPage(
         answer=answer, costs=costs, fits=fits_rows(models), every_fit=every_fit(models), kinds=kinds,
-        kind_names=kind_names, mla=mla_rows(models),
+        mla=mla_rows(models),
         mla_versions=[{"transformers": v, "layout": layout} for v, layout in mf.MLA_LAYOUT_BY_TRANSFORMERS.items()],
         measured=measured_rows(q), unsupported=unsupported, vllm_rules=mf.VLLM_RULES,
         fits_columns_spec=[(f"fits_{gb}_{tp}", f"{gb} GB" if tp == 1 else f"{tp} × {gb} GB", "int")
