@@ -26,7 +26,7 @@ class ClaimError(QueryError):
 def _raw_rows(q: Queries, run_ids) -> list[dict]:
     rows = q.union("claim_", CLAIM_COLUMNS, exact=True)
     for r in rows:
-        where = f"analysis/queries/{r['query']}.sql, claim {r['claim_id']!r}"
+        where = f"{q.where(r['query'])}, claim {r['claim_id']!r}"
         if r["verdict"] not in VERDICTS:
             raise ClaimError(f"{where}: verdict {r['verdict']!r} is not one of {', '.join(VERDICTS)}")
         if r["basis"] not in BASES:

@@ -21,10 +21,10 @@ def headlines(q: Queries, run_ids, page_order: dict[str, int]) -> list[dict]:
     for h in rows:
         slug = page_slug(h)
         if slug not in page_order:
-            raise QueryError(f"analysis/queries/{h['query']}.sql: page {h['page']!r} is not a page of the site "
+            raise QueryError(f"{q.where(h['query'])}: page {h['page']!r} is not a page of the site "
                              f"(pages: {', '.join(sorted(page_order))})")
         if h["run_id"] is not None and h["run_id"] not in known:
-            raise QueryError(f"analysis/queries/{h['query']}.sql: run_id {h['run_id']} is not in the runs table")
+            raise QueryError(f"{q.where(h['query'])}: run_id {h['run_id']} is not in the runs table")
         h["page_order"] = page_order[slug]
         h.setdefault("demonstration", None)
     return rows

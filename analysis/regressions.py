@@ -18,9 +18,9 @@ def metrics(q: Queries, run_ids) -> list[dict]:
     known = set(run_ids)
     for m in rows:
         if m["run_id"] not in known:
-            raise QueryError(f"analysis/queries/{m['query']}.sql: run_id {m['run_id']} is not in the runs table")
+            raise QueryError(f"{q.where(m['query'])}: run_id {m['run_id']} is not in the runs table")
         if m["better"] not in (None, "lower", "higher"):
-            raise QueryError(f"analysis/queries/{m['query']}.sql: better must be 'lower', 'higher' or NULL, "
+            raise QueryError(f"{q.where(m['query'])}: better must be 'lower', 'higher' or NULL, "
                              f"not {m['better']!r}")
     return rows
 

@@ -519,12 +519,24 @@ def empty_db(tmp_path_factory):
     return path
 
 
-def ledger_of(path, query: str, run_ids, monkeypatch) -> list[dict]:
+@pytest.fixture(scope="module")
+def query_folders(tmp_path_factory):
+    """claim query -> a folder holding only it, the rule and the macros: the ledger then reads that one query."""
+    base = tmp_path_factory.mktemp("claim-queries")
+    folders = {}
+    for name in queries_mod.names_with_prefix("claim_"):
+        folder = folders[name] = base / name
+        folder.mkdir()
+        for keep in (name, "claims_verdicts", "_macros"):
+            (folder / f"{keep}.sql").write_text(queries_mod.sql_text(keep), encoding="utf-8")
+    return folders
+
+
+def ledger_of(path, folder, run_ids) -> list[dict]:
     """The ledger's rows of one claim query, through the build's own code (union, checks, rule)."""
-    monkeypatch.setattr(queries_mod, "names_with_prefix", lambda prefix: [query] if prefix == "claim_" else [])
     con = duckdb.connect(str(path))
     try:
-        return claims_mod.ledger(queries_mod.Queries(con), run_ids)
+        return claims_mod.ledger(queries_mod.Queries(con, folder), run_ids)
     finally:
         con.close()
 
@@ -566,12 +578,12 @@ def test_every_verdict_a_claim_query_can_give_is_reached():
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_verdict(case, empty_db, tmp_path, monkeypatch):
+def test_verdict(case, empty_db, tmp_path, query_folders):
     db = tmp_path / "case.duckdb"
     shutil.copyfile(empty_db, db)
     run_ids = write_case(db, case)
     assert run_ids == list(range(1, len(case.runs) + 1))
-    rows = ledger_of(db, case.query, run_ids, monkeypatch)
+    rows = ledger_of(db, query_folders[case.query], run_ids)
     for claim_id, expected in case.expect.items():
         got = [r for r in rows if r["claim_id"] == claim_id]
         want = [(run, verdict, data[0] if data else verdict) for run, verdict, *data in expected]

@@ -30,8 +30,8 @@ def context(q, site) -> ClaimsPage:
     seen: dict[str, str] = {}
     for r in rows:  # one claim id, one query: two files claiming the same id would mix their rows
         if seen.setdefault(r["claim_id"], r["query"]) != r["query"]:
-            raise BuildError(f"analysis/queries/{r['query']}.sql: claim id {r['claim_id']!r} is also used by "
-                             f"analysis/queries/{seen[r['claim_id']]}.sql")
+            raise BuildError(f"{q.where(r['query'])}: claim id {r['claim_id']!r} is also used by "
+                             f"{q.where(seen[r['claim_id']])}")
     shown = current(rows, site.runs)
     n_hidden = len(rows) - len(shown)
 

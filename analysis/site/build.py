@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..queries import Queries
-from .discover import page_modules
+from kvreport.runner.core.store import Store, connect, is_damage, shown
+
+from ..queries import QUERY_DIR, Queries
+from .discover import in_order, page_modules
 from .export import ShownCsvs, copy_assets, export_tables
 from .links import check_links
 from .render import environment, pending_pages, render_page
@@ -13,15 +15,15 @@ from .spec import BuildError, SiteInfo
 from .swap import check_out, staging, swap_in
 
 
-def build_site(db: Path, out: Path) -> list[str]:
+def build_site(db: Path, out: Path, pages=None, queries=QUERY_DIR) -> list[str]:
     """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
-    keeps its previous contents."""
-    from kvreport.runner.core.store import is_damage, shown
-
+    keeps its previous contents. `pages`: the page modules (default: every one in analysis/pages/);
+    `queries`: the folder of named queries (default: analysis/queries/)."""
     db, out = Path(db), Path(out)
     check_out(out)  # before anything is read: a folder that is not ours is never written
+    mods = page_modules() if pages is None else in_order(pages)
     try:
-        return _build(db, out)
+        return _build(db, out, mods, queries)
     except Exception as exc:  # noqa: BLE001 - a damaged block shows only when a query reads it
         if not is_damage(exc):
             raise
@@ -29,9 +31,7 @@ def build_site(db: Path, out: Path) -> list[str]:
                          f"{out} was not changed") from None
 
 
-def _build(db: Path, out: Path) -> list[str]:
-    from kvreport.runner.core.store import Store, connect
-
+def _build(db: Path, out: Path, mods, queries) -> list[str]:
     with Store(db, read_only=True, allow_older=True) as store:
         file_schema = store.schema_version()
     with current_db(db) as path:
@@ -47,7 +47,7 @@ def _build(db: Path, out: Path) -> list[str]:
             copy_assets(tmp)
             con = connect(path, read_only=True)
             try:
-                written = _render_all(con, tmp, site)
+                written = _render_all(con, tmp, site, mods, queries)
             finally:
                 con.close()
             check_links(tmp, written)
@@ -55,14 +55,13 @@ def _build(db: Path, out: Path) -> list[str]:
     return written
 
 
-def _render_all(con, tmp: Path, site: SiteInfo) -> list[str]:
-    mods = page_modules()
+def _render_all(con, tmp: Path, site: SiteInfo, mods, queries) -> list[str]:
     site.pages = [m.PAGE for m in mods]
     shown = site.shown
     env = environment()
     env.globals["shown_csv"] = shown.add
     env.globals["auto_csv_name"] = shown.auto_name
-    q = Queries(con)
+    q = Queries(con, queries)
     site.runs = q("runs")
     site.pending = pending_pages(mods, q, site)
     written = []

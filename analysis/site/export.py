@@ -12,7 +12,7 @@ from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
-from kvreport.runner.core.store import csv_safe_text
+from kvreport.runner.core.store import Store, csv_safe_text
 
 from .formats import slugify
 from .spec import BuildError
@@ -88,8 +88,6 @@ def export_tables(db: Path, current: Path, out: Path) -> dict[str, str]:
     """The DB file `db` as given, and every table of `current` (`db` at the current schema) as CSV and
     Parquet, under out/data/; returns table -> CSV link. The file is published unchanged because a
     migrated copy is not byte-identical from one build to the next; kvreport migrates it on opening."""
-    from kvreport.runner.core.store import Store
-
     data = out / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(db, data / DB_NAME)

@@ -9,7 +9,7 @@ import jinja2
 
 from kvreport.runner.core.errors import UserError
 
-from ..charts import Chart
+from .. import charts  # the module, not its names: charts imports this package's formats
 from ..headlines import headlines, page_slug
 from ..verdicts import Change, Verdict
 from .formats import FILTERS
@@ -94,7 +94,7 @@ def page_context(mod, q, site: SiteInfo):
 
 def draws_charts(value) -> bool:
     """True when a context holds a chart with points: only such a page loads plotly.min.js (3.5 MB)."""
-    if isinstance(value, Chart):
+    if isinstance(value, charts.Chart):
         return not value.empty
     if isinstance(value, dict):
         return any(draws_charts(v) for v in value.values())
