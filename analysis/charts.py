@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import plotly.graph_objects as go
 
 from .site.formats import linear_byte_ticks, log_ticks
+from .site.spec import Download
 
 ACCENT = "#2563eb"
 # Light-theme colours; assets/site.js swaps in DARK_PALETTE (same order) for readers in dark mode.
@@ -60,8 +61,9 @@ class Chart:
     n_points: int = 0                                 # plotted data points (reference lines excluded)
 
     @property
-    def csv(self) -> str:
-        return f"data/{self.chart_id}.csv"
+    def download(self) -> Download | None:
+        """The points shown, as data/<chart_id>.csv (the builder writes it); None for a chart with no points."""
+        return None if self.empty else Download(self.chart_id, self.rows, self.columns)
 
     @property
     def empty(self) -> bool:

@@ -431,6 +431,43 @@ def test_page_context_must_be_a_dataclass(small_db, tmp_path):
         build_site(small_db, tmp_path / "out", pages=pages)
 
 
+@dataclasses.dataclass
+class _DataPageWith:
+    """The data page's context plus what a test adds to it (its template reads only `tables` and `answers`)."""
+    tables: list
+    answers: list
+    extra: object = None
+
+
+def _data_page_with(extra):
+    from kvreport.analysis.pages import data as data_page
+
+    return lambda q, site: _DataPageWith(**vars(data_page.context(q, site)), extra=extra)
+
+
+def test_the_builder_writes_the_downloads_a_page_declares(small_db, tmp_path):
+    """Templates only link downloads: the page module declares them in its context (at any depth) and the
+    builder writes each as data/<name>.csv, whether or not a template mentions it."""
+    from kvreport.analysis.site import Download, Table
+
+    table = Table("zz-table", [{"k": "x", "v": 1.5}], [("k", "key", "text"), ("v", "value", "num")])
+    out = tmp_path / "out"
+    build_site(small_db, out, pages=_pages_with_data_context(
+        _data_page_with({"nested": [Download("zz-rows", [{"a": 1, "b": "=cmd"}], ["b", "a"]), table]})))
+    assert read_csv(out / "data" / "zz-rows.csv") == [["b", "a"], ["'=cmd", "1"]]
+    assert read_csv(out / "data" / "zz-table.csv") == [["k", "v"], ["x", "1.5"]]
+
+
+def test_two_downloads_of_one_name_with_different_rows_stop_the_build(small_db, tmp_path):
+    from kvreport.analysis.site import Download
+
+    clash = [Download("zz", [{"a": 1}]), Download("zz", [{"a": 2}])]
+    with pytest.raises(BuildError, match=r"data\.html: two different tables or charts both named 'zz'"):
+        build_site(small_db, tmp_path / "out", pages=_pages_with_data_context(_data_page_with(clash)))
+    with pytest.raises(BuildError, match=r"data\.html: CSV name '\.\./zz' must be"):
+        build_site(small_db, tmp_path / "out", pages=_pages_with_data_context(_data_page_with(Download("../zz", []))))
+
+
 def test_failed_build_keeps_the_previous_site(small_db, tmp_path):
     out = tmp_path / "out"
     build_site(small_db, out)

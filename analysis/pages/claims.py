@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvreport.analysis.claims import LEDGER_COLUMNS, SOURCES, answer, current, ledger, verdict_counts
-from kvreport.analysis.site import BuildError, PageSpec
+from kvreport.analysis.site import BuildError, Download, PageSpec
 from kvreport.analysis.verdicts import VERDICTS, Verdict
 
 PAGE = PageSpec(slug="claims", title="Claims", order=80)
@@ -20,7 +20,7 @@ class ClaimsPage:
     n_rows: int
     n_hidden: int               # rows of superseded runs, in the CSV only
     n_claims: int
-    csv: str
+    csv: Download               # the whole ledger, superseded runs included
     verdicts: list[str]
     answers: list[dict]         # the page's opening number and sentence
 
@@ -58,8 +58,8 @@ def context(q, site) -> ClaimsPage:
         groups.append({"source": source, "title": SOURCES.get(source, source), "claims": list(claims.values()),
                        "id": "source-" + "-".join(source.lower().split())})
 
-    csv = site.shown_csv("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
-                                                                      r["run_id"] or 0)), LEDGER_COLUMNS)
+    csv = Download("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
+                                                                r["run_id"] or 0)), LEDGER_COLUMNS)
     counts = verdict_counts(shown)
     answers = [a for a in (answer(shown),) if a]
     return ClaimsPage(groups=groups, counts=counts, n_shown=len(shown), answers=answers,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from kvreport.analysis import charts
 from kvreport.analysis.regressions import THRESHOLD, answer, changes, metrics as compare_metrics, repeated_configs
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import Download, PageSpec, Table
 
 PAGE = PageSpec(slug="compare", title="Compare", order=85)
 
@@ -44,12 +44,14 @@ class ComparePage:
     runs: list[dict]
     run_ids: list[int]
     side: list[dict]          # one row per summary metric, values by run
-    side_csv: str
+    side_csv: Download
     charts: list
     changes: list[dict]       # metrics that moved by more than the threshold between runs of one config
     n_compared: int
     threshold: float
     repeated: list[dict]      # configurations with more than one run
+    repeated_table: Table | None
+    changes_csv: Download | None  # the changes listed (none: nothing changed, or nothing measured twice)
     labels: dict[int, str]
     differs: dict[int, str]   # run_id -> what sets it apart from the other runs compared
     answers: list[dict]       # the page's opening number and sentence
@@ -73,7 +75,7 @@ def context(q, site) -> ComparePage:
         row["values"][m["run_id"]] = m["value"]
     # Numbers inside names sort as numbers: 256-token requests before 1,024-token ones.
     side = [table[k] for k in sorted(table, key=lambda k: (k[0], charts.natural_key(k[1].replace(",", "")), k[2]))]
-    side_csv = site.shown_csv("compare-side-by-side", [
+    side_csv = Download("compare-side-by-side", [
         {"topic": r["topic"], "metric": r["metric"], "unit": r["unit"],
          **{f"run_{i}": r["values"].get(i) for i in run_ids}} for r in side],
         ["topic", "metric", "unit"] + [f"run_{i}" for i in run_ids])
@@ -100,8 +102,15 @@ def context(q, site) -> ComparePage:
     found, n_compared = changes(metrics, site.runs)
     repeated = repeated_configs(site.runs)
     answers = [answer(found, n_compared, site.runs, len(runs))]
+    repeated_rows = [{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
+                     for k, v in sorted(repeated.items())]
     return ComparePage(metrics=metrics, answers=answers, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
                        charts=chart_list, changes=found, n_compared=n_compared, threshold=THRESHOLD,
-                       repeated=[{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
-                                 for k, v in sorted(repeated.items())],
+                       repeated=repeated_rows,
+                       repeated_table=None if not repeated_rows else Table("compare-configurations", repeated_rows, [
+                           ("device", "device", "text"), ("model", "model", "text"), ("dtype", "dtype", "text"),
+                           ("runs", "runs", "text")],
+                           caption="Configurations measured more than once"),
+                       changes_csv=None if not found else Download("compare-changes", found, [
+                           "topic", "metric", "unit", "base_run", "run_id", "base_value", "value", "change", "verdict"]),
                        labels={i: site.run_label(i) for i in site.run_ids}, differs=differs)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from kvreport.analysis import claims
 from kvreport.analysis.headlines import headlines, in_page_order
 from kvreport.analysis.runs import config_key
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import PageSpec, Table
 from kvreport.analysis.verdicts import Verdict
 
 PAGE = PageSpec(slug="index", title="Overview", order=0)
@@ -122,6 +122,8 @@ class OverviewPage:
     general: list[dict]       # headlines not tied to a run
     machines: list[dict]      # one card per run, newest first
     skips: list[dict]
+    runs_table: Table
+    skips_table: Table | None  # the experiments without data (None: every experiment produced data)
     n_claims: int
     n_verdicts: int
     n_pending: int            # GPU measurements with only CPU evidence
@@ -163,8 +165,15 @@ def context(q, site) -> OverviewPage:
 
     ledger = claims.current(claims.ledger(q, site.run_ids), site.runs) if site.has_page("claims") else []
     cov = coverage(runs)
+    run_columns = [c for c in RUN_COLUMNS if any(r[c[0]] is not None for r in runs)]
+    csv = site.csv_files.get
     return OverviewPage(
-        runs=runs, run_columns=[c for c in RUN_COLUMNS if any(r[c[0]] is not None for r in runs)],
+        runs=runs, run_columns=run_columns,
+        runs_table=Table("runs-environment", runs, run_columns, caption="Every run in the DB", csv=csv("runs")),
+        skips_table=None if not skips else Table("runs-skipped", skips, [
+            ("experiment", "experiment", "code"), ("status", "status", "text"), ("reason", "reason", "text"),
+            ("runs", "runs", "text")],
+            caption="Experiments without data, with the reason", csv=csv("experiments")),
         coverage=cov, has_gpu=any(c.kind == "cuda" for c in cov), groups=groups,
         general=[h for h in rows if h["run_id"] is None],
         machines=[machine(r, [s for s in device_states if s["run_id"] == r["run_id"]])

@@ -7,9 +7,9 @@ from kvreport.runner.core.store import Store, connect, is_damage, shown
 
 from ..queries import QUERY_DIR, Queries
 from .discover import in_order, page_modules
-from .export import ShownCsvs, copy_assets, export_tables
+from .export import ShownCsvs, copy_assets, downloads_in, export_tables
 from .links import check_links
-from .render import environment, pending_pages, render_page
+from .render import environment, page_context, pending_pages, render_page
 from .source import current_db
 from .spec import BuildError, SiteInfo
 from .swap import check_out, staging, swap_in
@@ -43,7 +43,7 @@ def _build(db: Path, out: Path, mods, queries) -> list[str]:
             raise BuildError(f"{db}: the DB holds no runs yet; run `kvreport run --db {db}` first")
         with staging(out) as tmp:
             site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
-                            shown=ShownCsvs(), file_schema=file_schema, schema=schema)
+                            file_schema=file_schema, schema=schema)
             copy_assets(tmp)
             con = connect(path, read_only=True)
             try:
@@ -57,17 +57,18 @@ def _build(db: Path, out: Path, mods, queries) -> list[str]:
 
 def _render_all(con, tmp: Path, site: SiteInfo, mods, queries) -> list[str]:
     site.pages = [m.PAGE for m in mods]
-    shown = site.shown
+    shown = ShownCsvs()
     env = environment()
-    env.globals["shown_csv"] = shown.add
-    env.globals["auto_csv_name"] = shown.auto_name
     q = Queries(con, queries)
     site.runs = q("runs")
     site.pending = pending_pages(mods, q, site)
     written = []
     for mod in mods:
-        shown.page = mod.PAGE.slug
-        (tmp / f"{mod.PAGE.slug}.html").write_text(render_page(env, mod, q, site), encoding="utf-8")
-        written.append(f"{mod.PAGE.slug}.html")
+        slug = mod.PAGE.slug
+        ctx = page_context(mod, q, site)
+        for download in downloads_in(ctx):  # the page module declares them; templates only link them
+            shown.add(slug, download)
+        (tmp / f"{slug}.html").write_text(render_page(env, mod, ctx, q, site), encoding="utf-8")
+        written.append(f"{slug}.html")
     shown.write(tmp, site.csv_files)
     return written

@@ -142,8 +142,9 @@ def page_answers(q, site: SiteInfo, slug: str) -> list[dict]:
     return out[:MAX_ANSWERS]
 
 
-def render_page(env, mod, q, site: SiteInfo) -> str:
-    ctx = page_context(mod, q, site)
+def render_page(env, mod, ctx, q, site: SiteInfo) -> str:
+    """The page's HTML from its context (page_context). Rendering writes nothing: the context's downloads are
+    the builder's to write."""
     # Top-level fields only (not dataclasses.asdict, which would copy every nested row).
     fields = {f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)}
     slug = mod.PAGE.slug
