@@ -1,9 +1,7 @@
 """Shared by the tests of the measuring code (test_compaction, test_decode, test_pressure, ...): the CPU
-device, a tiny model, run contexts, a fake cache, and the plain text of a built page. Not a test module."""
+device, a tiny model, run contexts, and a fake cache. Not a test module (HTML helpers: htmldoc.py)."""
 from __future__ import annotations
 
-import html
-import re
 from types import SimpleNamespace
 
 import pytest
@@ -37,13 +35,3 @@ def fake_cache(nbytes: int):
     layer.values = torch.zeros_like(layer.keys)
     return SimpleNamespace(layers=[layer])
 
-
-def page_text(text: str) -> str:
-    """A built page's visible text (scripts and tags dropped), whitespace collapsed: what a reader sees."""
-    text = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", text)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
-
-
-def element_ids(doc) -> set[str]:
-    """Every id on a page parsed by htmldoc.Doc."""
-    return {a["id"] for _tag, a in doc.elements if a.get("id")}

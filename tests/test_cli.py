@@ -2,36 +2,17 @@
 import json
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from htmldoc import Doc
+
 
 def kvreport(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300)
-
-
-class _Text(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.text, self.ids = [], []
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if "id" in a:
-            self.ids.append(a["id"])
-
-
-def parse(path: Path) -> _Text:
-    p = _Text()
-    p.feed(path.read_text())
-    return p
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +44,9 @@ def test_build_renders_memory_page_with_match_table(quick_run):
     out = tmp / "site"
     r = kvreport("build", "--db", str(db), "--out", str(out))
     assert r.returncode == 0, r.stderr
-    memory = parse(out / "memory.html")
-    text = " ".join(memory.text)
-    assert "memory-bytes-per-token" in memory.ids
+    memory = Doc((out / "memory.html").read_text())
+    text = memory.page_text()
+    assert "memory-bytes-per-token" in memory.ids()
     assert "1,024" in text  # bytes/token, measured and formula
     assert (out / "assets" / "plotly.min.js").exists()
     assert (out / "data" / "kv_memory_v2.csv").exists() and (out / "data" / "kvreport.duckdb").exists()

@@ -10,8 +10,8 @@ from kvreport.runner.measure.experiments import Skip
 from kvreport.runner.measure.experiments import kv_frag_v2 as kf
 from kvreport.runner.measure.frag_child import plan
 
-from htmldoc import Doc
-from measure_helpers import ctx_for, element_ids, page_text
+from htmldoc import Doc, element_ids, page_text
+from measure_helpers import ctx_for
 
 
 def test_frag_skipped_on_cpu_with_reason():

@@ -6,11 +6,10 @@ injected element or event-handler attribute. The browser test loads the same pag
 that nothing ran. The payload DB is tests/conftest.py's (a Store-written run plus a real `kvreport audit`)."""
 from __future__ import annotations
 
-from html.parser import HTMLParser
-
 import pytest
 
 from conftest import CHROMIUM, FIELD_PAYLOADS, PAYLOADS, chromium_available
+from htmldoc import Doc
 
 MODEL = PAYLOADS["img"] + PAYLOADS["script"]  # write_payload_db's model name
 AUDIT = "audit-audit-1"
@@ -32,49 +31,9 @@ PAYLOAD_OF = {**FIELD_PAYLOADS, "model": MODEL, "prompt": '<img src=x onerror="w
 ALLOWED_SRC = ("assets/",)
 
 
-class Parsed(HTMLParser):
-    """Every element with its attributes, the page's text, and the text of each table's cells by table id."""
-
-    def __init__(self, text: str):
-        super().__init__(convert_charrefs=True)
-        self.elements: list[tuple[str, dict]] = []
-        self.text: list[str] = []
-        self.cells: dict[str, list[str]] = {}
-        self._table: str | None = None
-        self._cell: list[str] | None = None
-        self._script: str | None = None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        self.elements.append((tag, a))
-        if tag == "script":
-            self._script = a.get("type") or "js"
-        elif tag == "table":
-            self._table = a.get("id")
-        elif tag in ("td", "th") and self._table:
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._script = None
-        elif tag in ("td", "th") and self._cell is not None:
-            self.cells.setdefault(self._table, []).append("".join(self._cell))
-            self._cell = None
-        elif tag == "table":
-            self._table = None
-
-    def handle_data(self, data):
-        if self._script:  # script bodies are not page text (chart JSON is checked by test_site)
-            return
-        self.text.append(data)
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 @pytest.fixture(scope="module")
-def pages(payload_site) -> dict[str, Parsed]:
-    return {p.name: Parsed(p.read_text(encoding="utf-8")) for p in sorted(payload_site.glob("*.html"))}
+def pages(payload_site) -> dict[str, Doc]:
+    return {p.name: Doc(p.read_text(encoding="utf-8")) for p in sorted(payload_site.glob("*.html"))}
 
 
 @pytest.mark.parametrize("field", list(WHERE))

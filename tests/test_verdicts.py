@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from html.parser import HTMLParser
 from dataclasses import dataclass, field
 
 import duckdb
@@ -20,6 +19,8 @@ from kvreport.analysis import queries as queries_mod
 from kvreport.analysis import claims as claims_mod
 from kvreport.analysis.verdicts import SQL_PARAMETERS, VERDICTS, Verdict
 from kvreport.runner.core.store import Store
+
+from htmldoc import Doc
 
 GPT2_PARAMS = 124_439_808  # tied embeddings counted once
 GPT2_BPT16 = 2 * 12 * 12 * 64 * 2  # 36,864 B/token at 2-byte elements
@@ -598,77 +599,31 @@ def test_verdict(case, empty_db, tmp_path, query_folders):
 
 # --- the verdicts as the built pages show them ---------------------------------------------------------
 
-class ClaimsPage(HTMLParser):
+def claim_verdicts(text: str) -> dict:
     """{(claim_id, run id or None): verdict} from claims.html: a claim's id is the `cid` span of its first
     row (the claim cell spans its rows); a row's runs are listed in its run cell ("run 2, run 3": runs with
     the same figure and verdict share a row), or none."""
-
-    def __init__(self, text: str):
-        super().__init__(convert_charrefs=True)
-        self.verdicts: dict = {}
-        self._claim = self._cell = None
-        self._runs: list = []
-        self._verdict = None
-        self._text: list[str] = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        cls = (dict(attrs).get("class") or "").split()
-        if tag == "tr":
-            self._runs, self._verdict = [None], None
-        elif tag == "span" and "cid" in cls:
-            self._cell, self._text = "cid", []
-        elif tag == "abbr" and self._cell == "run":
-            self._cell, self._text = "run_id", []
-        elif tag == "td" and ("run" in cls or "verdict-cell" in cls):
-            self._cell, self._text = ("run" if "run" in cls else "verdict"), []
-
-    def handle_endtag(self, tag):
-        text = "".join(self._text).strip()
-        if tag == "span" and self._cell == "cid":
-            self._claim, self._cell = text, None
-        elif tag == "abbr" and self._cell == "run_id":
-            self._runs, self._cell = [int(n) for n in re.findall(r"run (\d+)", text)], None
-        elif tag == "td" and self._cell in ("run", "verdict"):
-            if self._cell == "verdict":
-                self._verdict = text
-            self._cell = None
-        elif tag == "tr" and self._verdict is not None:
-            for run in self._runs:
-                assert (self._claim, run) not in self.verdicts, (self._claim, run)
-                self.verdicts[self._claim, run] = self._verdict
-
-    def handle_data(self, data):
-        if self._cell:
-            self._text.append(data)
+    doc, verdicts, claim = Doc(text), {}, None
+    for row in doc.all("tr"):
+        for cid in doc.all("span", "cid", within=row):
+            claim = cid.text.strip()
+        cells = doc.all("td", "verdict-cell", within=row)
+        if not cells:
+            continue
+        runs = [None]
+        for cell in doc.all("td", "run", within=row):
+            found = [int(n) for abbr in doc.all("abbr", within=cell) for n in re.findall(r"run (\d+)", abbr.text)]
+            runs = found or runs
+        for run in runs:
+            assert (claim, run) not in verdicts, (claim, run)
+            verdicts[claim, run] = cells[-1].text.strip()
+    return verdicts
 
 
 def table_rows(text: str, table_id: str) -> list[list[str]]:
     """Cell texts of every row of the table with this id (header row first)."""
-    rows, state = [], {"in": False, "cell": None}
-
-    class P(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            if tag == "table":
-                state["in"] = dict(attrs).get("id") == table_id
-            elif state["in"] and tag == "tr":
-                rows.append([])
-            elif state["in"] and tag in ("td", "th"):
-                state["cell"] = []
-
-        def handle_endtag(self, tag):
-            if state["in"] and tag in ("td", "th") and state["cell"] is not None:
-                rows[-1].append(" ".join("".join(state["cell"]).split()))
-                state["cell"] = None
-            elif tag == "table":
-                state["in"] = False
-
-        def handle_data(self, data):
-            if state["cell"] is not None:
-                state["cell"].append(data)
-
-    P(convert_charrefs=True).feed(text)
-    return rows
+    table = Doc(text).table(table_id)
+    return [table["head"], *table["rows"]]
 
 
 PAGE_RUNS = [
@@ -692,7 +647,7 @@ def verdict_site(empty_db, tmp_path_factory):
 
 
 def test_claims_page_shows_the_verdict_of_each_named_claim(verdict_site):
-    got = ClaimsPage((verdict_site / "claims.html").read_text(encoding="utf-8")).verdicts
+    got = claim_verdicts((verdict_site / "claims.html").read_text(encoding="utf-8"))
     assert {k: got.get(k) for k in [
         ("memory-gpt2-measured", 1), ("memory-gpt2-arithmetic", None), ("crossover-7b-388", 2),
         ("pressure-49-fit", 3), ("pressure-49-fit", 4), ("pressure-theoretical-max", None),
@@ -724,6 +679,6 @@ def test_claims_page_shows_the_ledgers_verdict_for_every_claim_and_run(built_sit
 
     with open(built_site / "data" / "claims-ledger.csv", newline="", encoding="utf-8") as f:
         ledger = {(r["claim_id"], int(r["run_id"]) if r["run_id"] else None): r["verdict"] for r in csv.DictReader(f)}
-    shown = ClaimsPage((built_site / "claims.html").read_text(encoding="utf-8")).verdicts
+    shown = claim_verdicts((built_site / "claims.html").read_text(encoding="utf-8"))
     assert shown and {k: ledger.get(k) for k in shown} == shown
     assert {c for c, _ in shown} == {c for c, _ in ledger}
