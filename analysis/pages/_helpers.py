@@ -14,9 +14,20 @@ def skip_notes(q, experiment: str) -> list[dict]:
     return [s for s in q("ceilings_experiment_status", experiment=experiment) if s["status"] != "ok"]
 
 
+MAX_CHARTS = 4  # the newest runs get a chart; every run is in the tables
+
+
 def newest_first(rows: list[dict]) -> list[int]:
     """The run ids of `rows`, newest first (the newest runs get a chart; every run is in the tables)."""
     return sorted({r["run_id"] for r in rows}, reverse=True)
+
+
+def charts_per_run(rows: list[dict], chart, site, run_ids: list[int] | None = None) -> tuple[list, int]:
+    """One chart per run for the newest MAX_CHARTS runs: chart(run_id, that run's rows, its label). Returns the
+    charts and how many older runs have none (the page says so)."""
+    run_ids = newest_first(rows) if run_ids is None else run_ids
+    charts = [chart(rid, [r for r in rows if r["run_id"] == rid], site.run_label(rid)) for rid in run_ids[:MAX_CHARTS]]
+    return charts, len(run_ids) - len(charts)
 
 
 def claims_table(rows: list[dict], caption: str, table_id: str) -> Table:

@@ -9,11 +9,10 @@ import plotly.graph_objects as go
 from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
 from kvreport.analysis.site import PageSpec, Table
 
-from ._helpers import newest_first, skip_notes
+from ._helpers import charts_per_run, skip_notes
 
 PAGE = PageSpec(slug="compaction", title="Compaction", order=40)
 EXPERIMENT = "kv_compact_v2"
-MAX_CHARTS = 4
 
 
 def gbs_chart(run_id: int, rows: list[dict], label: str):
@@ -97,14 +96,12 @@ class CompactionPage:
 
 def context(q, site) -> CompactionPage:
     rows = q("compact_by_size")
-    run_ids = newest_first(rows)
-    charts = [gbs_chart(rid, [r for r in rows if r["run_id"] == rid], site.run_label(rid))
-              for rid in run_ids[:MAX_CHARTS]]
+    charts, older_runs = charts_per_run(rows, gbs_chart, site)
     ceilings = q("ceilings_by_run")
     curve = flag_roof_outliers(q("roof_curve"))
     tables = {} if not rows else _measured_tables(rows, q("compact_ratios"), q("compact_regimes"), curve, site)
     return CompactionPage(rows=rows, roofs=roof_summaries(ceilings, curve), charts=charts,
-                          older_runs=len(run_ids) - len(charts),
+                          older_runs=older_runs,
                           skips=skip_notes(q, EXPERIMENT), ceiling_skips=skip_notes(q, "device_ceilings"),
                           ceilings_table=Table("compaction-ceilings", ceilings, [
                               ("roof_gbs", "device copy roof", "gbs"), ("run_id", "run", "int"),

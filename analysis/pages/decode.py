@@ -9,11 +9,10 @@ import plotly.graph_objects as go
 from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
 from kvreport.analysis.site import PageSpec, Table
 
-from ._helpers import newest_first, skip_notes
+from ._helpers import charts_per_run, skip_notes
 
 PAGE = PageSpec(slug="decode", title="Decode", order=20)
 EXPERIMENT = "kv_decode_cost_v2"
-MAX_CHARTS = 4  # newest runs get a chart; every run is in the tables
 
 
 def step_chart(run_id: int, rows: list[dict], label: str):
@@ -54,9 +53,7 @@ class DecodePage:
 def context(q, site) -> DecodePage:
     steps = q("decode_steps")
     variation = q("decode_variation")
-    run_ids = newest_first(steps)
-    charts = [step_chart(rid, [r for r in steps if r["run_id"] == rid], site.run_label(rid))
-              for rid in run_ids[:MAX_CHARTS]]
+    charts, older_runs = charts_per_run(steps, step_chart, site)
     csv = site.csv_files.get
     return DecodePage(steps=steps, variation=variation, charts=charts, skips=skip_notes(q, EXPERIMENT),
                       variation_table=None if not steps else Table("decode-bound", variation, [
@@ -83,5 +80,5 @@ def context(q, site) -> DecodePage:
                           ("over_roof", "> 105% of roof", "bool")],
                           caption="Decode step per mode, prefix and batch (bandwidth floor: bytes read + written over the same-size read roof)",
                           csv=csv("kv_decode_cost_v2"), answer="step_ms", flag="spread_wide"),
-                      older_runs=len(run_ids) - len(charts),
+                      older_runs=older_runs,
                       gpu_pending=bool(steps) and all(r["device_kind"] != "cuda" for r in steps))

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from kvreport.analysis import charts
 from kvreport.analysis.site import PageSpec, Table
 
-from ._helpers import newest_first, skip_notes
+from ._helpers import charts_per_run, skip_notes
 
 PAGE = PageSpec(slug="fragmentation", title="Fragmentation", order=30)
 EXPERIMENT = "kv_frag_v2"
-MAX_CHARTS = 4
 PHASES = ["admitted", "after_evict", "after_empty_cache"]
 
 
@@ -50,9 +49,7 @@ class FragmentationPage:
 
 def context(q, site) -> FragmentationPage:
     phases = q("frag_phases")
-    run_ids = newest_first(phases)
-    chart_list = [memory_chart(rid, [r for r in phases if r["run_id"] == rid], site.run_label(rid))
-                  for rid in run_ids[:MAX_CHARTS]]
+    chart_list, older_runs = charts_per_run(phases, memory_chart, site)
     retention = q("frag_retention")
     csv = site.csv_files.get
     return FragmentationPage(phases=phases, retention=retention, charts=chart_list,
@@ -79,4 +76,4 @@ def context(q, site) -> FragmentationPage:
                                  ("num_alloc_retries", "alloc retries", "int"),
                                  ("live_requests", "live requests", "int"), ("evicted_bytes", "evicted", "bytes")],
                                  caption="Allocator counters per phase", csv=csv("kv_frag_v2")),
-                             older_runs=len(run_ids) - len(chart_list), skips=skip_notes(q, EXPERIMENT))
+                             older_runs=older_runs, skips=skip_notes(q, EXPERIMENT))

@@ -10,12 +10,11 @@ from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, sprea
 from kvreport.analysis.claims import for_query
 from kvreport.analysis.site import PageSpec, Table
 
-from ._helpers import claims_table
+from ._helpers import charts_per_run, claims_table
 
 
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
 EXPERIMENT = "kv_interference_v3"
-MAX_CHARTS = 4
 MODES = ("compact", "decode", "both")
 
 
@@ -67,9 +66,9 @@ def context(q, site) -> InterferencePage:
     rows = q("interference_modes")
     summary = q("interference_summary")
     by_run = {s["run_id"]: s for s in summary}
-    run_ids = sorted(by_run, reverse=True)
-    charts = [timings_chart(rid, [r for r in rows if r["run_id"] == rid], by_run.get(rid), site.run_label(rid))
-              for rid in run_ids[:MAX_CHARTS]]
+    charts, older_runs = charts_per_run(
+        rows, lambda rid, rs, label: timings_chart(rid, rs, by_run.get(rid), label), site,
+        run_ids=sorted(by_run, reverse=True))
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
     csv = site.csv_files.get
     return InterferencePage(
@@ -93,7 +92,7 @@ def context(q, site) -> InterferencePage:
             ("bound_note", "why", "text"), ("decode_steps", "decode steps", "int"), ("decode_batch", "batch", "int"),
             ("prefix_len", "prefix", "int")],
             caption="Compaction, decode and both per run", csv=csv("kv_interference_v3"), answer="time_ms"),
-        rows=rows, summary=summary, charts=charts, older_runs=len(run_ids) - len(charts),
+        rows=rows, summary=summary, charts=charts, older_runs=older_runs,
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
         violations=[s for s in summary if s["bound_violated"]],
