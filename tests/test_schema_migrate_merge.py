@@ -82,7 +82,7 @@ def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row
     assert r.returncode == 0 and "nothing to do" in r.stdout
 
 
-def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path, monkeypatch):
+def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path):
     from kvreport.runner.core import store as store_mod
 
     db = tmp_path / "old.duckdb"
@@ -90,10 +90,8 @@ def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path, monkeypatch
     real = store_mod.schema_steps()
     broken = [*real[:-1], store_mod.SchemaStep(real[-1].version, real[-1].name,
                                                real[-1].sql + "\nALTER TABLE no_such_table ADD COLUMN x INT;")]
-    monkeypatch.setattr(store_mod, "schema_steps", lambda: broken)
     with pytest.raises(StoreError, match=real[-1].name):
-        Store(db)
-    monkeypatch.undo()
+        Store(db, steps=broken)
     assert _version(db) == 1
     con = duckdb.connect(str(db), read_only=True)
     assert "run_uid" not in table_columns(con)["runs"]  # step 002's column rolled back with the rest
@@ -199,15 +197,14 @@ def test_merge_refuses_a_bad_input_before_writing(tmp_path):
     assert not out.exists()
 
 
-def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_did(tmp_path, monkeypatch):
+def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_did(tmp_path):
     """A schema-5 file's calls move into token_call_rows + token_call_labels; token_calls (now a view) gives
     back the same rows, columns and order of columns."""
     from kvreport.runner.core import store as store_mod
 
     db = tmp_path / "v5.duckdb"
     real = store_mod.schema_steps()
-    monkeypatch.setattr(store_mod, "schema_steps", lambda: [st for st in real if st.version <= 5])
-    with Store(db) as s:
+    with Store(db, steps=[st for st in real if st.version <= 5]) as s:
         cols = table_columns(s.con)["token_calls"]
         rows = []
         for i in range(12):  # three audits; labels that differ in one string or in a NULL only
@@ -219,7 +216,6 @@ def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_
                          "cost_usd": 0.001 * i, "price_source": "p"})
         s._insert("token_calls", rows)
         before = s.con.execute("SELECT * FROM token_calls ORDER BY ALL").fetchall()
-    monkeypatch.undo()
     with Store(db) as s:
         assert s.schema_version() == SCHEMA_VERSION
         assert [d[0] for d in s.con.execute("SELECT * FROM token_calls LIMIT 0").description] == cols

@@ -204,11 +204,11 @@ def _statements(sql: str) -> list[str]:
     return [s.query for s in duckdb.extract_statements(sql)]
 
 
-def apply_steps(con, from_version: int) -> int:
+def apply_steps(con, from_version: int, steps: list[SchemaStep] | None = None) -> int:
     """Apply every schema step above `from_version` on an open connection (inside the caller's
-    transaction); returns the new version."""
+    transaction); returns the new version. `steps`: kvreport's own (runner/core/schema/) unless given."""
     version = from_version
-    for step in schema_steps():
+    for step in schema_steps() if steps is None else steps:
         if step.version <= from_version:
             continue
         for stmt in _statements(step.sql):
@@ -297,8 +297,13 @@ def backup_path(path: Path, version: int) -> Path:
 
 
 class Store:
-    def __init__(self, path: str | os.PathLike, read_only: bool = False, allow_older: bool = False):
+    def __init__(self, path: str | os.PathLike, read_only: bool = False, allow_older: bool = False,
+                 steps: list[SchemaStep] | None = None):
+        """`steps`: the schema steps this store migrates with, kvreport's own unless given (a test passes an
+        older or a broken list)."""
         self.path = Path(path)
+        self.steps = schema_steps() if steps is None else steps
+        self.target_version = self.steps[-1].version
         self.read_only = read_only
         self.allow_older = allow_older  # read-only check of an older file (for current_schema_copy)
         self.backup: Path | None = None  # set when opening migrated the file
@@ -337,7 +342,7 @@ class Store:
                 con = connect(tmp)
                 try:
                     with transaction(con):
-                        apply_steps(con, 0)
+                        apply_steps(con, 0, self.steps)
                     con.execute("CHECKPOINT")
                 finally:
                     con.close()
@@ -387,14 +392,14 @@ class Store:
             self._migrate(0)
             return
         version = self.schema_version()
-        if version > SCHEMA_VERSION:
+        if version > self.target_version:
             raise StoreError(f"{shown(self.path)}: written by a newer kvreport (schema {version}; this one reads up "
-                             f"to {SCHEMA_VERSION}); upgrade kvreport")
-        if version < SCHEMA_VERSION:
+                             f"to {self.target_version}); upgrade kvreport")
+        if version < self.target_version:
             if self.read_only and self.allow_older:
                 return
             if self.read_only:
-                raise StoreError(f"{shown(self.path)}: schema {version} is older than {SCHEMA_VERSION}; run "
+                raise StoreError(f"{shown(self.path)}: schema {version} is older than {self.target_version}; run "
                                  f"`kvreport migrate {self.path}` to upgrade it (a backup is kept)")
             self._backup(version)
             self._migrate(version)
@@ -422,7 +427,7 @@ class Store:
 
     def _migrate(self, version: int) -> None:
         with transaction(self.con):
-            apply_steps(self.con, version)
+            apply_steps(self.con, version, self.steps)
 
     # --- runs ---------------------------------------------------------------------------------
     def begin_run(self, meta: dict) -> int:
