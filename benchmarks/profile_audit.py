@@ -18,7 +18,7 @@ T0 = time.perf_counter()
 
 
 def main() -> None:
-    from kvreport.runner.audit import cost, engine, ingest, prompt_bloat, sqlfiles
+    from kvreport.runner.audit import dollars, engine, ingest, kv_pricing, pipeline, prompt_bloat, sqlfiles
     from kvreport.runner.cli import main as cli
 
     seconds: dict[str, float] = defaultdict(float)
@@ -38,7 +38,7 @@ def main() -> None:
         finally:
             seconds["(persist: write the calls and tables)"] += time.perf_counter() - t
 
-    for module in (engine, ingest, cost, prompt_bloat):  # each imported run_sql by name
+    for module in (engine, ingest, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles):  # each imported run_sql by name
         module.run_sql = timed_sql
     engine.persist = timed_persist
     sys.argv = ["kvreport", "audit", *sys.argv[1:]]

@@ -234,7 +234,7 @@ def test_device_state_reads_nvml_fields_and_names_throttle_reasons():
 
 
 def test_probes_and_pricing_import_without_torch():
-    code = ("import sys; import kvreport.runner.measure.probes, kvreport.runner.audit.pricing; "
+    code = ("import sys; import kvreport.runner.measure.probes, kvreport.runner.audit.kv_pricing; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
