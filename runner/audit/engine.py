@@ -302,10 +302,7 @@ def _store(con, result: AuditResult) -> None:
     """The calls, their labels and the rejects into the DB's tables (pipeline.STORE)."""
     columns, params = _store_params(con, result)
     try:
-        for step in pipeline.STORE:
-            name, _, cond = step.partition(" if ")
-            if not cond or params[cond]:
-                run_sql(con, name, columns, **params)
+        pipeline.run(con, pipeline.STORE, params, columns=columns)
     finally:
         run_sql(con, "store/reset_order")
 

@@ -61,21 +61,26 @@ READ_END = ("ingest/since_until if window", "ingest/staged_stats")
 # The rates of the audit's (provider, models) keys: looked up in Python (dollars.py), one row per period and tier.
 PRICE_ROWS = ("py:price_keys", "cost/price_rows", "py:insert_price_rows")
 
+# Prompt bloat, part 1: while _staged (every record read) exists, each call's messages into _content (token ids
+# with --tokenizer, and system-prompt counts for calls whose log gave none).
+BLOAT_EXTRACT = ("bloat/ids_table", "py:local_content", "bloat/macros if local_content",
+                 "bloat/content if local_content", "py:content_rest_slices if local_content",
+                 "bloat/content_rest per rest_slices if local_content", "py:tokenize if local_content")
+
+# Prompt bloat, part 2: from _content alone, token_bloat and the repeated instructions (_repeat_parts).
+BLOAT_ANALYSE = ("py:last_rid if local_content", "bloat/pairs if local_content",
+                 "py:lcp_rest_needed if local_content", "bloat/lcp_rest per slice if lcp_rest",
+                 "bloat/lcp_tokens if token_ids", "bloat/lcp_tokens_none if not token_ids",
+                 "bloat/breaks if local_content", "bloat/snippets per slice if local_content",
+                 "bloat/per_session if local_content", "bloat/repeat_parts if local_content")
+
 SESSION_FIGURES = (
-    # prompt bloat, part 1: while _staged exists, each call's messages into _content (token ids with --tokenizer)
-    "bloat/ids_table", "py:local_content", "bloat/macros if local_content", "bloat/content if local_content",
-    "py:content_rest_slices if local_content", "bloat/content_rest per rest_slices if local_content",
-    "py:tokenize if local_content",
+    *BLOAT_EXTRACT,
     # prices (looked up once per model), then the calls with their costs
     *PRICE_ROWS, "cost/keyed", "cost/keyed_one_model if one_price_key", "cost/rated_calls",
     # per-session figures
     "metrics/timed_calls", "metrics/segments", "metrics/per_session", "metrics/seg_window_parts",
-    # prompt bloat, part 2: from _content alone
-    "py:last_rid if local_content", "bloat/pairs if local_content", "py:lcp_rest_needed if local_content",
-    "bloat/lcp_rest per slice if lcp_rest",
-    "bloat/lcp_tokens if token_ids", "bloat/lcp_tokens_none if not token_ids", "bloat/breaks if local_content",
-    "bloat/snippets per slice if local_content", "bloat/per_session if local_content",
-    "bloat/repeat_parts if local_content",
+    *BLOAT_ANALYSE,
     # what the audit-wide figures sum
     "metrics/call_stats", "cost/price_parts", "cost/whatif_parts", "store/calls_labelled", "store/label_parts",
 )
@@ -92,8 +97,10 @@ STORE = ("store/call_labels", "store/call_rows_one_label if one_label", "store/c
 SLICE = 100_000
 
 
-def run(con, steps: tuple[str, ...], params: dict, hooks: dict[str, Callable] | None = None) -> None:
-    """Run `steps` in order on `con` with `params` (which Python steps may add to: later steps see it)."""
+def run(con, steps: tuple[str, ...], params: dict, hooks: dict[str, Callable] | None = None,
+        columns: dict[str, str] | None = None) -> None:
+    """Run `steps` in order on `con` with `params` (which Python steps may add to: later steps see it);
+    `columns`: the column lists the statements' {placeholders} take (sqlfiles.run_sql)."""
     for step in steps:
         name, _, cond = step.partition(" if ")
         name, _, over = name.partition(" per ")
@@ -104,11 +111,11 @@ def run(con, steps: tuple[str, ...], params: dict, hooks: dict[str, Callable] | 
             continue
         name = name.format(**params)
         if not over:
-            run_sql(con, name, **params)
+            run_sql(con, name, columns, **params)
             continue
         starts = params[over] if over != "slice" else range(0, (params.get("last_rid") or 0) + 1, SLICE)
         for lo in starts:
-            run_sql(con, name, **dict(params, lo=lo, hi=lo + SLICE))
+            run_sql(con, name, columns, **dict(params, lo=lo, hi=lo + SLICE))
 
 
 def drop_scratch(con) -> None:
