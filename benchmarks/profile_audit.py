@@ -24,10 +24,10 @@ def main() -> None:
     seconds: dict[str, float] = defaultdict(float)
     run_sql, persist = sqlfiles.run_sql, engine.persist
 
-    def timed_sql(con, name, **params):
+    def timed_sql(con, name, columns=None, **params):
         t = time.perf_counter()
         try:
-            return run_sql(con, name, **params)
+            return run_sql(con, name, columns, **params)
         finally:
             seconds[name] += time.perf_counter() - t
 

@@ -88,10 +88,16 @@ CREATE OR REPLACE TEMP MACRO kv_ts_number(x) AS
        ELSE make_timestamp(CAST(x / 1e3 AS BIGINT)) END);
 
 -- A UTC offset beyond ±14:00 (the widest in use): +99:00 is damage, not a time zone.
+-- A CASE, not one AND: DuckDB evaluates every operand of an AND for every row, and the regular expressions
+-- below cost more than the rest of a time's conversion; the first test (an offset's sign where one would
+-- be: 6 or 5 characters from the end) is cheap and settles nearly every time ('...Z', '...:00').
 CREATE OR REPLACE TEMP MACRO kv_bad_offset(s) AS
-  contains(s, ':') AND regexp_matches(s, '[T ][0-9:.,]+ *[+-]([0-9]{2}):?([0-9]{2})$')
-  AND (TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 1) AS INTEGER) * 60
-       + TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 2) AS INTEGER)) > 14 * 60;
+  CASE WHEN s IS NULL THEN NULL
+       WHEN contains(s, ':') AND (substr(s, -6, 1) IN ('+', '-') OR substr(s, -5, 1) IN ('+', '-'))
+       THEN regexp_matches(s, '[T ][0-9:.,]+ *[+-]([0-9]{2}):?([0-9]{2})$')
+            AND (TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 1) AS INTEGER) * 60
+                 + TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 2) AS INTEGER)) > 14 * 60
+       ELSE false END;
 
 -- ISO-8601 text (offsets converted to UTC); NULL for text that is not a finite time ('infinity').
 -- The UTC time is rebuilt from the epoch microseconds: what a cast to TIMESTAMP gives under TimeZone UTC,
