@@ -63,6 +63,7 @@ class AuditOptions:
     max_repeat_rows: int = 200
     price_book: dollars.PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
     gpu_hour_price: float | None = None      # USD per GPU-hour: idle KV memory in dollars
+    fast_read: bool = True          # let clean files take the fast reader (ingest._fast_path); False: line-exact
 
     @property
     def kv_max_bytes(self) -> int:
@@ -79,6 +80,7 @@ class AuditResult:
     # (by label_hash), "strings" (two labels share a hash, so by the strings themselves)
     label_lookup: str = "hash"
     unnamed_calls: int = 0          # calls that named no session (each is its own)
+    readers: dict[str, str] = field(default_factory=dict)  # each file's reader (ingest.ingest's answer)
 
 
 def setup(con, tmpdir: str, opts: AuditOptions) -> None:
@@ -121,14 +123,18 @@ def spor_reason(tok: Tokenizer | None, content_calls: int) -> str:
 # read_logs per share of the files, session_figures and time_parts per partition of the sessions, and
 # audit_figures once, on the shares' *_parts tables (sums, extremes, firsts: each phase's SQL says which).
 
-def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions) -> dict:
+def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions,
+              readers: dict[str, str] | None = None) -> dict:
     """Phase 1: every record of `sources` into _staged (valid or with its reject reason), --since/--until
-    applied, and _staged_stats (ingest/staged_stats.sql), returned as a dict."""
+    applied, and _staged_stats (ingest/staged_stats.sql), returned as a dict. `readers` gets which reader read
+    each file."""
     for i, src in enumerate(sources, 1):
         t_file, rows_before = time.perf_counter(), value(con, "ingest/staged_rows")
         if opts.on_file:
             opts.on_file(i, len(sources), src, None, None)
-        ingest(con, src, tmpdir, opts.keys)
+        how = ingest(con, src, tmpdir, opts.keys, fast=opts.fast_read)
+        if readers is not None:
+            readers[src.label] = how
         if opts.on_file:
             opts.on_file(i, len(sources), src, value(con, "ingest/staged_rows") - rows_before,
                          time.perf_counter() - t_file)
@@ -248,7 +254,8 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
     try:
         setup(con, tmpdir, opts)
         sources = detect_all(con, paths, opts.fmt, origins)
-        counts = read_logs(con, sources, tmpdir, opts)
+        readers: dict[str, str] = {}
+        counts = read_logs(con, sources, tmpdir, opts, readers)
         rejects = first_rejects(con)
         check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)
         fig = Figures(dict(audit_id=audit_id, run_id=run_id), pricing.curve(),
@@ -260,7 +267,7 @@ def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str
         summary = audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                 started=started)
         return AuditResult(audit_id, summary, sources, rejects, label_lookup=label_lookup(con),
-                           unnamed_calls=unnamed_calls(con))
+                           unnamed_calls=unnamed_calls(con), readers=readers)
     finally:
         if not opts.workdir:
             shutil.rmtree(tmpdir, ignore_errors=True)

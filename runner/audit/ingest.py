@@ -31,7 +31,7 @@ from pathlib import Path
 from ..core.errors import UserError, is_interrupt
 from ..core.store import shown
 from . import pipeline
-from .sqlfiles import run_sql
+from .sqlfiles import run_sql, value
 
 @dataclass(frozen=True)
 class Shape:
@@ -323,6 +323,8 @@ class LineScan:
     longest: int = 0
     too_long: dict[int, int] = field(default_factory=dict)
     long: dict[int, int] = field(default_factory=dict)  # every line over DEFAULT_LINE_BYTES -> bytes
+    lines: int = 0              # lines in the file (as the line-exact reader numbers them)
+    plain: bool = True          # no \r and no NUL byte anywhere (what the fast reader needs: see _fast_path)
 
 
 _SCAN_CHUNK = 8 << 20
@@ -338,6 +340,8 @@ def scan_lines(path: Path, limit: int) -> LineScan:
     line_no, cur = 1, 0  # the line being read and its bytes so far
     with open_log(path) as f:
         while chunk := f.read(_SCAN_CHUNK):
+            if scan.plain and (b"\r" in chunk or b"\x00" in chunk):
+                scan.plain = False
             first = chunk.find(b"\n")
             if first < 0:
                 cur += len(chunk)
@@ -351,6 +355,7 @@ def scan_lines(path: Path, limit: int) -> LineScan:
             cur = len(chunk) - last - 1
     if cur:
         _end_line(scan, line_no, cur, limit)
+    scan.lines = line_no if cur else line_no - 1
     return scan
 
 
@@ -710,9 +715,11 @@ def _needs_sanitizing(exc: Exception) -> bool:
     return any(k in msg for k in ("unicode", "utf-8", "utf8", "invalid state", "number of columns"))
 
 
-def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
+def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None, fast: bool = True) -> str:
     """Append every record of `src` to _staged (valid or with its reject reason). `keys`: the user's
-    --session-key / --time-key, which replace the format's own session and time.
+    --session-key / --time-key, which replace the format's own session and time. `fast`: let a clean file
+    take the fast reader (_fast_path). Returns which reader read it: "fast" (with ", N lines line-exact" where
+    lines were read again) or "line-exact".
 
     Retried, never half-done (each attempt is one statement per table, outside any transaction):
     a line longer than the reader's default buffer -> again with room for MAX_LINE_BYTES (a large
@@ -735,6 +742,8 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
                 params.update(path=str(_without_lines(src.path, tmpdir, set(too_long))), compression="none")
             if scan.longest >= DEFAULT_LINE_BYTES:
                 params["max_line_size"] = min(MAX_LINE_BYTES, scan.longest + (1 << 16))
+    if fast and scan is not None and (how := _fast_path(con, src, params, tmpdir, scan, keys or Keys())):
+        return how
     for _attempt in range(4):
         try:
             _ingest_once(con, src, params, tmpdir, keys or Keys())
@@ -742,7 +751,7 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
                 run_sql(con, "ingest/too_long", source=src.label, line=line,
                         reason=f"line of {size:,} bytes is {why} (raise --memory-limit to audit it); nothing of "
                                "it was read")
-            return
+            return "line-exact"
         except Exception as exc:  # noqa: BLE001 - known reader limits are retried; others become one message
             if is_interrupt(exc):  # Ctrl-C inside DuckDB: an interrupt, not bad input
                 raise KeyboardInterrupt from None
@@ -771,7 +780,9 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
 
 
 def reader(src: Source) -> str:
-    """Which of pipeline.INGEST's readers reads `src`."""
+    """Which of pipeline.INGEST's line-exact readers reads `src` (the fast one: _fast_path)."""
+    if src.fmt == "openai":
+        return "envelope-openai"
     if src.fmt in SHAPES:
         return "shape"
     if src.fmt == "sessions":
@@ -781,11 +792,73 @@ def reader(src: Source) -> str:
     return "envelope"
 
 
+# The fast reader gives up on a file (the line-exact one reads it all) when more than one line in this many
+# needs its raw text (a log whose calls name no session or time: reading those lines again would cost more).
+FAST_PATH_RAW_SHARE = 20
+
+
+def _fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys: Keys) -> str | None:
+    """Read `src` with the fast reader (pipeline.INGEST["openai-fast"]: DuckDB's JSON reader, line numbers from
+    the row order) when that gives exactly what the line-exact reader would; what it did, or None (nothing read).
+
+    Only a file the line scan found clean of what the two readers number or decode differently: no blank line
+    (the JSON reader skips them: checked by one row per line), no \r or NUL byte, no line over the reader's
+    default buffer. Rows whose result depends on the raw line (ingest/openai_calls.sql need_raw: a line that is
+    not a JSON object, an unreadable one, a call without usage, session or time) are then read again, line-
+    exactly, at their own line numbers; if there are many, the whole file is read line-exactly instead."""
+    if src.fmt != "openai" or src.layout != "jsonl" or keys or not scan.plain or scan.long or not scan.lines:
+        return None
+    before = value(con, "ingest/staged_rows")
+    try:
+        pipeline.run(con, pipeline.INGEST["openai-fast"], dict(params, lines=None))
+    except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        _drop_rows_of(con, src)
+        return None
+    rows = value(con, "ingest/staged_rows") - before
+    again = [r[0] for r in run_sql(con, "ingest/need_raw_lines", source=src.label).fetchall()]
+    if rows != scan.lines or len(again) * FAST_PATH_RAW_SHARE > rows:
+        _drop_rows_of(con, src)
+        return None
+    if again:
+        run_sql(con, "ingest/drop_need_raw", source=src.label)
+        copy = _lines_copy(src.path, tmpdir, again)
+        pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
+                     dict(params, path=str(copy), compression="none", lines=again, keys=False, fmt=src.fmt))
+    return f"fast, {len(again):,} lines line-exact" if again else "fast"
+
+
+def _lines_copy(path: Path, tmpdir: str, lines: list[int]) -> Path:
+    """A file of the given lines of `path` (ascending numbers), one per line, as the line-exact reader would
+    read them: bytes that are not UTF-8 become U+001A (SUB), as in _sanitized_copy."""
+    out = Path(tempfile.mkstemp(prefix="lines-", suffix=".jsonl", dir=tmpdir)[1])
+    wanted = iter(lines)
+    target = next(wanted, None)
+    line_no, pending = 1, b""  # the number of the line `pending` (its start so far) belongs to
+    with open_log(path) as src, open(out, "w", encoding="utf-8", newline="") as dst:
+        while target is not None and (chunk := src.read(_SCAN_CHUNK)):
+            n = chunk.count(b"\n")
+            if line_no + n < target:  # every line this chunk ends or starts is before the next one wanted
+                line_no, pending = line_no + n, b""
+                continue
+            parts = (pending + chunk).split(b"\n")
+            for part in parts[:-1]:
+                if line_no == target:
+                    dst.write(_normalise(part.decode("utf-8", errors="kvreport_sub")) + "\n")
+                    target = next(wanted, None)
+                line_no += 1
+            pending = parts[-1]
+        if target is not None and target == line_no and pending:  # the last line, with no newline
+            dst.write(_normalise(pending.decode("utf-8", errors="kvreport_sub")) + "\n")
+    return out
+
+
 def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> None:
     if keys and src.fmt in ("sessions", "otel"):
         raise AuditInputError(f"{shown(src.path)}: --session-key / --time-key apply to JSON-lines call logs; this is "
                               f"{src.fmt} input, whose sessions and times are its own fields")
-    p = dict(params, fmt=src.fmt, keys=bool(keys), tmpdir=tmpdir, src=src,
+    p = dict(params, fmt=src.fmt, keys=bool(keys), tmpdir=tmpdir, src=src, lines=None,
              session_keys=list(keys.session), time_keys=list(keys.time), has_session=bool(keys.session),
              has_time=bool(keys.time), time_label=" or ".join(keys.time) or "time")
     if src.fmt in SHAPES:

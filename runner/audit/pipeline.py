@@ -45,6 +45,11 @@ INGEST = {
     # OpenAI / Anthropic envelopes: parsed straight from the reader (a file the reader refuses fails before
     # any INSERT: read first when the keys must look at the lines again).
     "envelope": ("ingest/read_lines if keys", "ingest/{fmt}", "ingest/number_lines", "ingest/rekey if keys"),
+    "envelope-openai": ("ingest/openai_record", "ingest/read_lines if keys", "ingest/openai", "ingest/number_lines",
+                        "ingest/rekey if keys"),
+    # The fast reader of a clean OpenAI envelope file (ingest.py checks it and reads its need_raw lines again
+    # with "envelope-openai", numbered by $lines).
+    "openai-fast": ("ingest/openai_record", "ingest/openai_fast", "ingest/number_lines"),
     "sessions-parquet": ("py:parquet_check", "ingest/sessions_format_table", "ingest/sessions_format_parquet",
                          "ingest/sessions_format"),
     "sessions-csv": ("py:csv_records", "ingest/sessions_format_table", "ingest/sessions_format_csv",

@@ -6,23 +6,31 @@ DuckDB's parser lists them, and the statement gets exactly those, taken from the
 (a missing one is an error naming the file; extra ones are simply not passed, DuckDB refuses them). Values
 always travel as bound parameters, never pasted into the text, because they come from log files.
 
-The one exception is column lists, which are identifiers: a statement may hold `{name}` placeholders that
-`run_sql(..., columns=...)` fills with column names read from the DB's own schema (never from a log).
+A file may include another's text (`{include:STAGE/NAME}`, see _text). The one exception to bound values is
+column lists, which are identifiers: a statement may hold `{name}` placeholders that `run_sql(...,
+columns=...)` fills with column names read from the DB's own schema (never from a log).
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib import resources
 
 import duckdb
 
 
+_INCLUDE = re.compile(r"\{include:([\w/]+)\}")
+
+
 def _text(name: str) -> str:
+    """sql/<name>.sql, with each `{include:OTHER}` replaced by sql/OTHER.sql (less its trailing `;`): the way
+    two statements share one part, such as the checks of two readers of the same format."""
     *folders, file = name.split("/")
     path = resources.files("kvreport.runner.audit") / "sql"
     for folder in folders:
         path = path / folder
-    return (path / f"{file}.sql").read_text(encoding="utf-8")
+    text = (path / f"{file}.sql").read_text(encoding="utf-8")
+    return _INCLUDE.sub(lambda m: _text(m.group(1)).rstrip().rstrip(";"), text)
 
 
 @lru_cache(maxsize=None)

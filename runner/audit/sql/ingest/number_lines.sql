@@ -1,7 +1,11 @@
 -- Rows a streaming ingest appended (line still NULL) get their line numbers from their position: the
 -- INSERT kept file order (preserve_insertion_order), so line = rowid - first new rowid + 1. This avoids
 -- row_number() OVER (), which would force the JSON parsing onto a single thread.
-UPDATE _staged SET line = rowid - (SELECT min(rowid) FROM _staged WHERE line IS NULL) + 1
+-- $lines (NULL but for the lines ingest.py reads again): the line number of each position, where the rows
+-- are some lines of a file, not all of them.
+UPDATE _staged
+SET line = coalesce(list_extract(CAST($lines AS BIGINT[]), rowid - (SELECT min(rowid) FROM _staged WHERE line IS NULL) + 1),
+                    rowid - (SELECT min(rowid) FROM _staged WHERE line IS NULL) + 1)
 WHERE line IS NULL;
 
 -- Calls that named no session (no session_id, user or metadata) are each their own session.

@@ -7,5 +7,6 @@ CREATE OR REPLACE TEMP TABLE _staged (
   provider_name VARCHAR, request_model VARCHAR, response_model VARCHAR,
   input_tokens BIGINT, cached_input_tokens BIGINT, cache_creation_input_tokens BIGINT, output_tokens BIGINT,
   system_tokens BIGINT, system_tokens_source VARCHAR,
-  content JSON
+  content JSON,
+  need_raw BOOLEAN DEFAULT false  -- the fast reader's rows to read again line-exactly (ingest/openai_calls.sql)
 );
