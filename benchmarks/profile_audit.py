@@ -1,5 +1,5 @@
-"""Where a `kvreport audit` spends its time: seconds per SQL file (runner/audit/sql/) and for the final
-write of the calls (`persist`), then the whole process's wall time and peak RSS.
+"""Where a `kvreport audit` spends its time: seconds per SQL file (runner/audit/sql/STAGE/NAME.sql), for the
+Python passes over the log's bytes and for the final COMMIT, then the whole process's wall time and peak RSS.
 
     python benchmarks/profile_audit.py LOG [kvreport audit options...] --db /tmp/profile.duckdb
 
@@ -31,15 +31,29 @@ def main() -> None:
         finally:
             seconds[name] += time.perf_counter() - t
 
-    def timed_persist(con, result):
-        t = time.perf_counter()
-        try:
-            persist(con, result)
-        finally:
-            seconds["(persist: write the calls and tables)"] += time.perf_counter() - t
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                seconds[name] += time.perf_counter() - t
+        return wrapper
 
     for module in (engine, ingest, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles):  # each imported run_sql by name
         module.run_sql = timed_sql
+    # Python passes over the log's bytes (ingest.py), and the COMMIT of everything (persist less its store steps)
+    ingest.scan_lines = timed("(python: the line scan of each file)", ingest.scan_lines)
+    ingest._lines_copy = timed("(python: lines read again line-exactly)", ingest._lines_copy)
+    commit = [0.0]
+
+    def timed_persist(con, result):
+        t, before = time.perf_counter(), sum(seconds.values())
+        try:
+            persist(con, result)
+        finally:
+            commit[0] += time.perf_counter() - t - (sum(seconds.values()) - before)
+
     engine.persist = timed_persist
     sys.argv = ["kvreport", "audit", *sys.argv[1:]]
     try:
@@ -48,6 +62,7 @@ def main() -> None:
         if exc.code:
             raise
     wall = time.perf_counter() - T0
+    seconds["(COMMIT of the audit's transaction)"] = commit[0]
     print(f"\nwhole process {wall:.2f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB; "
           f"steps below {sum(seconds.values()):.2f} s, the rest (start-up, store, detection, output) "
           f"{wall - sum(seconds.values()):.2f} s")

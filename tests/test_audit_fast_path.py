@@ -150,3 +150,17 @@ def test_a_carriage_return_keeps_a_file_off_the_fast_reader(tmp_path):
 def test_the_line_scan_counts_the_lines_the_line_exact_reader_numbers(tmp_path, end):
     log = _write(tmp_path / "n.jsonl", ["{}", "", "x", " "], end=end)
     assert ingest.scan_lines(log, ingest.MAX_LINE_BYTES).lines == 4
+
+
+def test_lines_read_again_are_found_past_the_first_chunk(tmp_path):
+    """The lines to read again are taken from the chunk the line scan says they are in (a file of several
+    chunks), each at its own number, undamaged across chunk edges."""
+    log = tmp_path / "big.jsonl"
+    lines = [f'{{"n": {i}, "pad": "{"x" * (i % 97)}"}}' for i in range(400_000)]  # about 2.5 chunks
+    log.write_text("\n".join(lines) + "\n")
+    scan = ingest.scan_lines(log, ingest.MAX_LINE_BYTES)
+    assert len(scan.chunk_lines) > 2 and scan.lines == len(lines)
+    wanted = [1, 2, scan.chunk_lines[1], scan.chunk_lines[1] + 1, scan.chunk_lines[2], len(lines)]
+    for first in (0, 2, 4):  # reading from the start, and from the chunk a line starts in
+        copy = ingest._lines_copy(log, str(tmp_path), wanted[first:], scan.chunk_lines)
+        assert copy.read_text().splitlines() == [lines[n - 1] for n in wanted[first:]]

@@ -325,6 +325,7 @@ class LineScan:
     long: dict[int, int] = field(default_factory=dict)  # every line over DEFAULT_LINE_BYTES -> bytes
     lines: int = 0              # lines in the file (as the line-exact reader numbers them)
     plain: bool = True          # no \r and no NUL byte anywhere (what the fast reader needs: see _fast_path)
+    chunk_lines: list[int] = field(default_factory=list)  # the line each _SCAN_CHUNK-byte chunk starts in
 
 
 _SCAN_CHUNK = 8 << 20
@@ -340,6 +341,7 @@ def scan_lines(path: Path, limit: int) -> LineScan:
     line_no, cur = 1, 0  # the line being read and its bytes so far
     with open_log(path) as f:
         while chunk := f.read(_SCAN_CHUNK):
+            scan.chunk_lines.append(line_no)
             if scan.plain and (b"\r" in chunk or b"\x00" in chunk):
                 scan.plain = False
             first = chunk.find(b"\n")
@@ -823,20 +825,25 @@ def _fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys
         return None
     if again:
         run_sql(con, "ingest/drop_need_raw", source=src.label)
-        copy = _lines_copy(src.path, tmpdir, again)
+        copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
         pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
                      dict(params, path=str(copy), compression="none", lines=again, keys=False, fmt=src.fmt))
     return f"fast, {len(again):,} lines line-exact" if again else "fast"
 
 
-def _lines_copy(path: Path, tmpdir: str, lines: list[int]) -> Path:
+def _lines_copy(path: Path, tmpdir: str, lines: list[int], chunk_lines: list[int] | tuple = ()) -> Path:
     """A file of the given lines of `path` (ascending numbers), one per line, as the line-exact reader would
-    read them: bytes that are not UTF-8 become U+001A (SUB), as in _sanitized_copy."""
+    read them: bytes that are not UTF-8 become U+001A (SUB), as in _sanitized_copy. `chunk_lines` (the line
+    scan's): an uncompressed file is read from the chunk the first wanted line is in, not from its start."""
     out = Path(tempfile.mkstemp(prefix="lines-", suffix=".jsonl", dir=tmpdir)[1])
     wanted = iter(lines)
     target = next(wanted, None)
-    line_no, pending = 1, b""  # the number of the line `pending` (its start so far) belongs to
+    start = 0  # the last chunk that starts before the first wanted line (its first line is not wanted)
+    if chunk_lines and target is not None and compression(path) == "none":
+        start = max((i for i, first in enumerate(chunk_lines) if first < target), default=0)
+    line_no, pending = (chunk_lines[start] if chunk_lines else 1), b""  # the line `pending` (its start) is in
     with open_log(path) as src, open(out, "w", encoding="utf-8", newline="") as dst:
+        src.seek(start * _SCAN_CHUNK)
         while target is not None and (chunk := src.read(_SCAN_CHUNK)):
             n = chunk.count(b"\n")
             if line_no + n < target:  # every line this chunk ends or starts is before the next one wanted
