@@ -438,7 +438,7 @@ class Cluster:
         pipeline.run(con, pipeline.PRICE_ROWS, dict(price_rows=fig.price_rows, n_price_keys=fig.n_price_keys),
                      engine.HOOKS)
         con.execute(f"CREATE OR REPLACE TEMP VIEW _calls_priced AS SELECT * FROM {_parquet(folders, 'calls')}")
-        engine.run_sql(con, "store/calls_labelled")
+        engine.run_sql(con, "store/calls_labelled", engine.store_columns(con))
         summary = engine.audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                        started=started)
         self.run_info.phase_seconds["combine"] = time.perf_counter() - phase_started

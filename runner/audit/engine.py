@@ -203,7 +203,7 @@ def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
     """Phase 2, from _staged: every per-session figure (token_audit, token_bloat, _seg and the costs) and the
     *_parts tables the audit-wide figures are summed from (pipeline.SESSION_FIGURES). Needs only the calls of
     whole sessions."""
-    pipeline.run(con, pipeline.SESSION_FIGURES, _params(opts, fig), HOOKS)
+    pipeline.run(con, pipeline.SESSION_FIGURES, _params(opts, fig), HOOKS, store_columns(con))
 
 
 def log_end(con) -> float | None:
@@ -231,7 +231,7 @@ def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source
                      bloat_reason=prompt_bloat.reason(tok, fig.content_calls),
                      session_keys=" | ".join(opts.keys.session) or None,
                      time_keys=" | ".join(opts.keys.time) or None, started=started)
-    pipeline.run(con, pipeline.AUDIT_FIGURES, params, HOOKS)
+    pipeline.run(con, pipeline.AUDIT_FIGURES, params, HOOKS, store_columns(con))
     return one(con, "metrics/audit_row", audit_id=fig.ids["audit_id"])
 
 
@@ -295,11 +295,16 @@ def own_columns(con, table: str) -> list[str]:
     return [r["column_name"] for r in rows(con, "store/own_columns", table=table)]
 
 
-def _store_params(con, result: AuditResult) -> tuple[dict, dict]:
+def store_columns(con) -> dict[str, str]:
+    """The column lists the store/*.sql statements take, from the schema (token_call_rows, token_call_labels)."""
     labels = own_columns(con, "token_call_labels")
-    columns = dict(row_columns=", ".join(f"c.{c}" for c in own_columns(con, "token_call_rows")),
-                   label_columns=", ".join(labels),
-                   label_match=" AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in labels))
+    return dict(row_columns=", ".join(f"c.{c}" for c in own_columns(con, "token_call_rows")),
+                label_columns=", ".join(labels), label_order=", ".join(f"{c} NULLS FIRST" for c in labels),
+                label_match=" AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in labels))
+
+
+def _store_params(con, result: AuditResult) -> tuple[dict, dict]:
+    columns = store_columns(con)
     params = dict(audit_id=result.audit_id, run_id=result.summary["run_id"], one_label=result.label_lookup == "one",
                   by_hash=result.label_lookup == "hash", by_strings=result.label_lookup == "strings")
     return columns, params

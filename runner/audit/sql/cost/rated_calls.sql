@@ -1,4 +1,4 @@
--- Dollars per call, from the one price row (_price_rows, filled by runner/audit/cost.py: a few rows per
+-- Dollars per call, from the one price row (_price_rows, filled by runner/audit/dollars.py: a few rows per
 -- model, looked up once) that matches the call's provider and logged models, its time (price periods) and
 -- its input size (tiers). Token counts follow OpenTelemetry (input_tokens = ALL input), so the uncached
 -- part is input - cache reads - cache writes, whatever provider the call came from:
@@ -6,7 +6,7 @@
 --   Anthropic {"input_tokens": 100, "cache_read_input_tokens": 800, "cache_creation_input_tokens": 100}
 --             -> input 1000 (the ingest added them up), read 800, write 100 -> uncached 100
 -- A call whose row has no rates (a model no price table knows) gets NULL cost: unpriced, not free.
--- _calls_keyed (sql/cost_keyed*.sql) is each call with its price row's rates. sql/metrics/per_session.sql sums these
+-- _calls_keyed (sql/cost/keyed*.sql) is each call with its price row's rates. sql/metrics/per_session.sql sums these
 -- costs per session with its other figures (one pass over the calls).
 CREATE OR REPLACE TEMP VIEW _calls_rated AS
 SELECT c.*,

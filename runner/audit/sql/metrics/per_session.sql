@@ -14,7 +14,7 @@ WITH s AS (
          max(disconnected_at) AS disconnected_at,
          sum(input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + request_usd) AS cost_usd,
          count(*) FILTER (WHERE input_usd_mtok IS NULL) AS unpriced_calls
-  FROM _calls_rated  -- token_calls, each with its price (runner/audit/cost.py)
+  FROM _calls_rated  -- this audit's calls, each with its price (cost/rated_calls.sql)
   GROUP BY session_id
 ),
 b AS (

@@ -16,7 +16,7 @@ CREATE OR REPLACE TEMP MACRO kv_blank(raw) AS
   CASE WHEN starts_with(raw, '{') THEN false WHEN raw IS NULL THEN true
        ELSE trim(raw, ' ' || chr(9) || chr(13) || chr(12) || chr(11) || chr(65279)) = '' END;
 
--- VALUE CONVERSIONS. Every ingest (sql/ingest_*.sql, sessions_*.sql) converts log values ONLY through
+-- VALUE CONVERSIONS. Every ingest (sql/ingest/*.sql) converts log values ONLY through
 -- these macros, because they are total: no input makes them raise inside a query (a raise would cost
 -- the whole file, not one line). Each value has a pair:
 --   kv_sint(s)                 the count, a BIGINT in [0, kv_max_count()], or NULL when s is not one;
@@ -134,9 +134,11 @@ CREATE TEMP TABLE IF NOT EXISTS _lines (raw VARCHAR);
 CREATE OR REPLACE TEMP MACRO kv_lines() AS TABLE SELECT rowid + 1 AS line, raw FROM _lines;
 
 -- Times as text (json_transform "VARCHAR" leaves): digits are a Unix time, anything else ISO-8601.
+-- (A '-', in every ISO date, settles most texts without the regular expression.)
 CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
   CASE
     WHEN s IS NULL THEN NULL
+    WHEN contains(s, '-') THEN kv_ts_text(s)
     WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN kv_ts_number(TRY_CAST(s AS DOUBLE))
     ELSE kv_ts_text(s)
   END;
@@ -146,12 +148,12 @@ CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS
 
 -- kv_read_lines(file, sep, line_bytes, codec): the lines of one text file, in file order, blank ones too
 -- (NULL). One VARCHAR column: NUL as the delimiter and no quoting make DuckDB's CSV reader hand back each
--- line untouched, in parallel. The one definition every line-reading query uses (ingest/read_lines.sql, ingest_*.sql).
+-- line untouched, in parallel. The one definition every line-reading query uses (ingest/read_lines.sql, ingest/*.sql).
 CREATE OR REPLACE TEMP MACRO kv_read_lines(file, sep, line_bytes, codec) AS TABLE
   SELECT raw FROM read_csv(file, columns = {'raw': 'VARCHAR'}, header = false, delim = sep, quote = '',
                            escape = '', auto_detect = false, max_line_size = line_bytes, compression = codec);
 
--- KV bytes a session holds at t tokens of context (runner/audit/pricing.py, Pricing.curve): every layer adds its
+-- KV bytes a session holds at t tokens of context (runner/audit/kv_pricing.py, Pricing.curve): every layer adds its
 -- bytes per token until its cap; the layers capped at c_i (a sliding window - 1, a chunk - 1) stop growing there
 -- (b_i of the per-token bytes); Mamba and linear-attention layers hold `constant` bytes whatever t. Three cap
 -- slots (unused ones have b = 0), lambda-free like every macro here. Monotonic in t, so the bytes of a session's

@@ -5,6 +5,5 @@
 -- Calls find their label by label_hash, one integer, not by comparing eight strings per call;
 -- engine.py checks that no two labels share a hash (it falls back to comparing the strings if they do).
 CREATE OR REPLACE TEMP VIEW _calls_labelled AS
-SELECT *, hash(source, format, provider_name, request_model, response_model, system_tokens_source, price_source,
-               price_snapshot_date) AS label_hash
+SELECT *, hash({label_columns}) AS label_hash  -- token_call_labels' own columns (store/own_columns.sql)
 FROM _calls_priced;
