@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
+from .site.formats import linear_byte_ticks, log_ticks
+from .site.spec import Download
+
 ACCENT = "#2563eb"
 # Light-theme colours; assets/site.js swaps in DARK_PALETTE (same order) for readers in dark mode.
 PALETTE = [ACCENT, "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626", "#475569"]
@@ -58,8 +61,9 @@ class Chart:
     n_points: int = 0                                 # plotted data points (reference lines excluded)
 
     @property
-    def csv(self) -> str:
-        return f"data/{self.chart_id}.csv"
+    def download(self) -> Download | None:
+        """The points shown, as data/<chart_id>.csv (the builder writes it); None for a chart with no points."""
+        return None if self.empty else Download(self.chart_id, self.rows, self.columns)
 
     @property
     def empty(self) -> bool:
@@ -143,8 +147,6 @@ def _readable_axes(fig: go.Figure, units: dict[str, str]) -> None:
     its tables print (bytes as KiB/MiB/GiB), and a linear axis of bytes ticks in one binary unit instead of
     Plotly's "3M". Labels of reference lines on a log y axis move to log10 units, which is where Plotly places
     annotations on a log axis (the lines themselves take data values)."""
-    from .site.formats import linear_byte_ticks, log_ticks  # here: the site package imports this module
-
     for axis in ("x", "y"):
         layout_axis = getattr(fig.layout, f"{axis}axis")
         if layout_axis.tickvals is not None:

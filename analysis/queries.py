@@ -1,47 +1,62 @@
 """Named SQL queries, one `.sql` file each in analysis/queries/. The build fails if any query fails.
 
 Queries take only bound parameters ($run_id and friends), never string formatting, because the values
-(model names, session ids, paths) may come from untrusted logs.
+(model names, session ids, paths) may come from untrusted logs. Words shared with Python (the verdicts of
+analysis/verdicts.py) are parameters too ($confirmed, ...): each statement declares the parameters it reads, and
+`Queries` binds those of its `constants` a statement declares, beside the page's own.
 
 Some pages union every query whose name starts with a prefix (claim_*, headline_*, compare_*), so a new
 topic is a new .sql file and nothing else; `union` checks each one returns the agreed columns.
+
+The folder is an argument (a Path, or QUERY_DIR, the package's own resource folder, by default), so a test or
+another program can add or replace a query without patching this module.
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from importlib import resources
 
 from kvreport.runner.core.errors import UserError
+
+from .verdicts import SQL_PARAMETERS
 
 
 class QueryError(UserError):
     pass
 
 
-@lru_cache(maxsize=None)
-def sql_text(name: str) -> str:
-    path = resources.files("kvreport.analysis") / "queries" / f"{name}.sql"
+QUERY_DIR = resources.files("kvreport.analysis") / "queries"
+
+
+def shown_path(name: str, folder=QUERY_DIR) -> str:
+    """How errors name a query's file: analysis/queries/<name>.sql, or the path in another folder."""
+    return f"analysis/queries/{name}.sql" if folder == QUERY_DIR else str(folder / f"{name}.sql")
+
+
+def sql_text(name: str, folder=QUERY_DIR) -> str:
+    path = folder / f"{name}.sql"
     if not path.is_file():
-        raise QueryError(f"analysis/queries/{name}.sql: no such query")
+        raise QueryError(f"{shown_path(name, folder)}: no such query")
     return path.read_text(encoding="utf-8")
 
 
-def all_query_names() -> list[str]:
-    folder = resources.files("kvreport.analysis") / "queries"
+def all_query_names(folder=QUERY_DIR) -> list[str]:
     # `_*.sql` are not queries: _macros.sql defines helpers for the others.
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".sql") and not p.name.startswith("_"))
 
 
-def names_with_prefix(prefix: str) -> list[str]:
-    return [n for n in all_query_names() if n.startswith(prefix)]
+def names_with_prefix(prefix: str, folder=QUERY_DIR) -> list[str]:
+    return [n for n in all_query_names(folder) if n.startswith(prefix)]
 
 
 class Queries:
-    """Runs named queries against one open DuckDB connection and keeps what each returned."""
+    """Runs the named queries of `folder` against one open DuckDB connection and keeps what each returned.
+    `constants` are bound wherever a statement declares them (by default the verdict words)."""
 
-    def __init__(self, con):
+    def __init__(self, con, folder=QUERY_DIR, constants: dict[str, object] = SQL_PARAMETERS):
         self.con = con
-        for statement in con.extract_statements(sql_text("_macros")):
+        self.folder = folder
+        self.constants = dict(constants)
+        for statement in con.extract_statements(sql_text("_macros", folder)):
             con.execute(statement)
         self.ran: dict[str, int] = {}
         self._cache: dict[tuple, list[dict]] = {}
@@ -53,17 +68,34 @@ class Queries:
         if key in self._cache:
             return [dict(r) for r in self._cache[key]]
         try:
-            cur = self.con.execute(sql_text(name), params or None)
+            statement = self._statement(name)
+            declared = statement.named_parameters
+            bound = {**{k: v for k, v in self.constants.items() if k in declared}, **params}
+            cur = self.con.execute(statement, bound or None)
             cols = [d[0] for d in cur.description]
             rows = [dict(zip(cols, r)) for r in cur.fetchall()]
         except QueryError:
             raise
         except Exception as exc:  # noqa: BLE001 - any SQL failure stops the build with the query's name
-            raise QueryError(f"analysis/queries/{name}.sql failed: {str(exc).splitlines()[0]}") from None
+            raise QueryError(f"{self.where(name)} failed: {str(exc).splitlines()[0]}") from None
         self.ran[name] = len(rows)
         self._cache[key] = rows
         self._columns[name] = cols
         return [dict(r) for r in rows]
+
+    def where(self, name: str) -> str:
+        """The query's file as errors name it."""
+        return shown_path(name, self.folder)
+
+    def names_with_prefix(self, prefix: str) -> list[str]:
+        return names_with_prefix(prefix, self.folder)
+
+    def _statement(self, name: str):
+        """The one statement of <folder>/<name>.sql, parsed (it declares its named parameters)."""
+        statements = self.con.extract_statements(sql_text(name, self.folder))
+        if len(statements) != 1:
+            raise QueryError(f"{self.where(name)}: holds {len(statements)} statements; a query is one")
+        return statements[0]
 
     def one(self, name: str, **params) -> dict | None:
         rows = self(name, **params)
@@ -78,16 +110,16 @@ class Queries:
         """Rows of every query named `<prefix>*`, each tagged with `query`. Each query must return
         `columns` (those and no others, in any order, when `exact`); otherwise the build stops naming it."""
         out = []
-        for name in names_with_prefix(prefix):
+        for name in self.names_with_prefix(prefix):
             rows = self(name)
             got = self.columns(name)
             extra = [c for c in got if c not in columns]
             if exact and extra:
-                raise QueryError(f"analysis/queries/{name}.sql: unexpected column(s) {', '.join(extra)} "
+                raise QueryError(f"{self.where(name)}: unexpected column(s) {', '.join(extra)} "
                                  f"(every {prefix}*.sql returns exactly {', '.join(columns)})")
             missing = [c for c in columns if c not in got]
             if missing:
-                raise QueryError(f"analysis/queries/{name}.sql: missing column(s) {', '.join(missing)} "
+                raise QueryError(f"{self.where(name)}: missing column(s) {', '.join(missing)} "
                                  f"(every {prefix}*.sql returns {', '.join(columns)})")
             for row in rows:
                 out.append({**row, "query": name})

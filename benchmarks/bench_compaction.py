@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     from kvreport.runner.core.errors import UserError
     from kvreport.runner.core.kv_formula import kv_shape
     from kvreport.runner.measure.models import load_config
+    from kvreport.runner.measure.probes import Flusher
     from kvreport.runner.measure.timing import gbs, time_interleaved
 
     try:
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     dtype_bytes = torch.tensor([], dtype=dtype).element_size()
     max_pos = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", 2048)
     warmup, repeats = (5, args.repeats or 30) if cuda else (2, args.repeats or 10)
-    flusher = kc.Flusher(dev)
+    flusher = Flusher(dev)
     peak, source = theoretical_peak(dev)
     name = torch.cuda.get_device_name(dev) if cuda else "cpu"
     print(f"device {name} · {args.model} KV geometry at {dtype_name(dtype)} "

@@ -5,12 +5,14 @@ import contextlib
 import os
 import signal
 import sys
-
 from typing import Annotated
 
 import typer
 
+from . import __version__
+from .commands import audit, build, export, findings, merge, migrate, models, run
 from .core.errors import UserError, is_interrupt
+from .core.store import shown
 
 # rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -20,8 +22,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def _version(value: bool) -> None:
     if value:
-        from . import __version__
-
         typer.echo(f"kvreport {__version__}")
         raise typer.Exit()
 
@@ -32,11 +32,10 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     """Measure what the KV cache really costs, and publish it as a static site."""
 
 
-def _register() -> None:
-    from .commands import audit, build, export, findings, merge, migrate, models, run
-
-    for mod in (run, build, export, models, audit, findings, migrate, merge):
-        mod.register(app)
+# Registered once, when this module is imported (main() may run many times in one process: tests, embedding).
+# Importing commands/run.py does not import torch: it imports the measuring code only when a run starts.
+for _command in (run, build, export, models, audit, findings, migrate, merge):
+    _command.register(app)
 
 
 def _click_exception_class() -> type:
@@ -45,24 +44,36 @@ def _click_exception_class() -> type:
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised like Ctrl-C so every `finally` runs (scratch folders removed, transactions rolled back)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every `finally` runs (scratch folders removed, transactions rolled back)
+    and `kvreport run` marks its run interrupted; main() then exits 143 rather than Ctrl-C's 130."""
 
 
-_terminated = False  # set by SIGTERM: a DuckDB query it cut short surfaces as an interrupt, yet it was a TERM
+@contextlib.contextmanager
+def _sigterm_raises_terminated():
+    """SIGTERM raises Terminated while one command runs, and the handler that was there before is restored
+    after it: a program or a test runner calling main() keeps its own SIGTERM. Yields the list of signals
+    received, because a DuckDB query that SIGTERM cut short surfaces as a plain interrupt, yet it was a TERM."""
+    received: list[int] = []
 
+    def on_sigterm(signum, frame):
+        received.append(signum)
+        raise Terminated()
 
-def _on_sigterm(signum, frame):
-    global _terminated
-    _terminated = True
-    raise Terminated()
+    try:
+        previous = signal.signal(signal.SIGTERM, on_sigterm)  # SIG_DFL, SIG_IGN, a function, or None (set in C)
+    except ValueError:  # not the main thread (an embedding program): leave its signals be
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _plain_error(exc: Exception) -> str | None:
     """The environment's faults as one line naming the file and the cause: a full disk, a read-only or
     vanished folder, a file name too long (shortened, not echoed whole). None for anything else."""
-    from .core.store import shown
-
     if isinstance(exc, OSError):
         where = f"{shown(exc.filename)}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
@@ -73,52 +84,45 @@ def _plain_error(exc: Exception) -> str | None:
     return None
 
 
+def _stopped(terminated: bool) -> None:
+    """Exit as a stopped command does: 143 after SIGTERM, 130 after Ctrl-C, with one word saying which."""
+    typer.secho("terminated" if terminated else "interrupted", fg="yellow", err=True)
+    sys.exit(143 if terminated else 130)
+
+
 def main(argv: list[str] | None = None) -> None:
-    with contextlib.suppress(ValueError):  # not the main thread (an embedding program): leave it be
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    _register()
-    try:
-        # Not standalone, so our handlers below see errors; typer then *returns* exit codes (Ctrl-C: 130).
-        code = app(args=argv, standalone_mode=False, prog_name="kvreport")
-        if isinstance(code, int) and code != 0:
-            if code == 130:
-                if _terminated:
-                    typer.secho("terminated", fg="yellow", err=True)
-                    sys.exit(143)
-                typer.secho("interrupted", fg="yellow", err=True)
-            sys.exit(code)
-    except UserError as exc:
-        typer.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        if _terminated:
-            typer.secho("terminated", fg="yellow", err=True)
-            sys.exit(143)
-        typer.secho("interrupted", fg="yellow", err=True)
-        sys.exit(130)
-    except Terminated:
-        typer.secho("terminated", fg="yellow", err=True)
-        sys.exit(143)
-    except SystemExit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - click usage errors and anything unforeseen
-        if isinstance(exc, _click_exception_class()):
-            exc.show()  # usage errors: Click's usage line and message, exit 2
+    with _sigterm_raises_terminated() as sigterms:
+        try:
+            # Not standalone, so our handlers below see errors; typer then *returns* exit codes (Ctrl-C: 130).
+            code = app(args=argv, standalone_mode=False, prog_name="kvreport")
+            if isinstance(code, int) and code != 0:
+                if code == 130:
+                    _stopped(bool(sigterms))
+                sys.exit(code)
+        except UserError as exc:
+            typer.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(exc.exit_code)
-        if type(exc).__name__ == "Abort":
-            sys.exit(1)
-        if os.environ.get("KVREPORT_DEBUG"):
+        except KeyboardInterrupt:  # Ctrl-C, or Terminated from SIGTERM
+            _stopped(bool(sigterms))
+        except SystemExit:
             raise
-        if is_interrupt(exc):  # DuckDB's Ctrl-C (or a SIGTERM that cut its query short)
-            typer.secho("terminated" if _terminated else "interrupted", fg="yellow", err=True)
-            sys.exit(143 if _terminated else 130)
-        plain = _plain_error(exc)
-        if plain:
-            typer.secho(f"error: {plain}", fg="red", err=True)
+        except Exception as exc:  # noqa: BLE001 - click usage errors and anything unforeseen
+            if isinstance(exc, _click_exception_class()):
+                exc.show()  # usage errors: Click's usage line and message, exit 2
+                sys.exit(exc.exit_code)
+            if type(exc).__name__ == "Abort":
+                sys.exit(1)
+            if os.environ.get("KVREPORT_DEBUG"):
+                raise
+            if is_interrupt(exc):  # DuckDB's Ctrl-C (or a SIGTERM that cut its query short)
+                _stopped(bool(sigterms))
+            plain = _plain_error(exc)
+            if plain:
+                typer.secho(f"error: {plain}", fg="red", err=True)
+                sys.exit(1)
+            typer.secho(f"internal error: {type(exc).__name__}: {exc} (set KVREPORT_DEBUG=1 for a traceback)",
+                        fg="red", err=True)
             sys.exit(1)
-        typer.secho(f"internal error: {type(exc).__name__}: {exc} (set KVREPORT_DEBUG=1 for a traceback)",
-                    fg="red", err=True)
-        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -49,12 +49,11 @@ def _calls(con) -> list[dict]:
 
 
 def _claim(con, claim_id: str) -> dict:
-    """The token article's ledger row `claim_id`, as the site's query computes it from this DB."""
-    from kvreport import analysis
+    """The token article's ledger row `claim_id`, as the site's query computes it from this DB (through the
+    site's query runner, which binds the verdict words the query reads as parameters)."""
+    from kvreport.analysis.queries import Queries
 
-    cur = con.execute((Path(analysis.__file__).parent / "queries" / "claim_token_article.sql").read_text())
-    cols = [d[0] for d in cur.description]
-    (row,) = [dict(zip(cols, r)) for r in cur.fetchall() if r[0] == claim_id]
+    (row,) = [r for r in Queries(con)("claim_token_article") if r["claim_id"] == claim_id]
     return row
 
 

@@ -201,6 +201,64 @@ def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
     assert "demonstration" not in memory
 
 
+def test_findings_print_what_every_page_opens_with(built_site, fixture_db, tmp_path):
+    """`kvreport findings` and the pages read one headline source (analysis/headlines.py, and the claims ledger's
+    and the comparison's own answers): the sentence each page opens with is printed, word for word."""
+    import html
+    import re
+    import shutil
+
+    db = tmp_path / "k.duckdb"
+    shutil.copyfile(fixture_db, db)
+    r = kvreport("findings", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    printed = " ".join(r.stdout.split())
+    opened = {}
+    for page in sorted(built_site.glob("*.html")):
+        if page.name == "data.html":
+            continue  # it opens with an inventory of the files, not a finding
+        for cell in re.findall(r'<p class="finding">(.*?)</p>', page.read_text(encoding="utf-8"), re.S):
+            cell = re.sub(r'<span class="muted">run \d+:</span> |<span class="tag">demonstration</span>', "", cell)
+            opened.setdefault(page.name, []).append(" ".join(html.unescape(re.sub(r"<[^>]+>", "", cell)).split()))
+    assert {"claims.html", "compare.html", "memory.html"} <= set(opened)
+    missing = {name: [t for t in texts if t not in printed] for name, texts in opened.items()}
+    assert not any(missing.values()), missing
+
+
+def test_main_leaves_no_process_state_behind(tmp_path, monkeypatch):
+    """main() may run many times in one process (tests, a program embedding kvreport): it registers no command
+    again, and the SIGTERM handler it installs while a command runs is gone afterwards, so a test runner's own
+    stop is not turned into a KeyboardInterrupt."""
+    import signal
+
+    from conftest import run_cli
+
+    from kvreport.runner import cli
+
+    def ours(signum, frame):
+        raise AssertionError("never called")
+
+    during = []
+    real = type(cli.app).__call__
+
+    def spy(app, *args, **kwargs):  # the SIGTERM handler while the command runs
+        during.append(signal.getsignal(signal.SIGTERM))
+        return real(app, *args, **kwargs)
+
+    monkeypatch.setattr(type(cli.app), "__call__", spy)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        commands = [c.name for c in cli.app.registered_commands]
+        assert len(commands) == len(set(commands)) == 8
+        for _ in range(2):
+            assert run_cli("findings", "--db", tmp_path / "missing.duckdb") != 0
+            assert signal.getsignal(signal.SIGTERM) is ours
+        assert [c.name for c in cli.app.registered_commands] == commands
+        assert len(during) == 2 and all(callable(h) and h is not ours for h in during)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_the_command_line_is_stored_shell_quoted(monkeypatch):
     import shlex
     import sys as _sys

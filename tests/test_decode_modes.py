@@ -451,6 +451,7 @@ def test_a_method_that_raises_on_its_first_run_is_skipped_not_fatal():
 
 # --- `kvreport run` exits non-zero when an experiment failed ----------------------------------------------
 
+@pytest.mark.slow
 def test_run_exits_1_and_lists_the_failed_experiments(tmp_path, monkeypatch, capsys):
     import types
 

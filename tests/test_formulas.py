@@ -104,16 +104,14 @@ class FakeNvml(types.ModuleType):
 ])
 def test_nvml_peak_is_memory_clock_times_bus_width_double_data_rate(monkeypatch, mem_mhz, bus_bits, gbs):
     nvml = FakeNvml(mem_mhz, bus_bits)
-    monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    monkeypatch.setattr(probes, "nvml_handle", lambda pynvml, device: "handle")
-    got = ceilings.nvml_peak(torch.device("cuda", 0))
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)  # the optional [gpu] extra, faked: no NVML here
+    got = ceilings.nvml_peak(torch.device("cuda", 0), handle_of=lambda pynvml, device: "handle")
     assert got == (None if gbs is None else pytest.approx(gbs)) and nvml.shut
 
 
 def test_nvml_peak_without_a_handle_is_none(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(7001, 256))
-    monkeypatch.setattr(probes, "nvml_handle", lambda pynvml, device: None)
-    assert ceilings.nvml_peak(torch.device("cuda", 0)) is None
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(7001, 256))  # the optional [gpu] extra, faked
+    assert ceilings.nvml_peak(torch.device("cuda", 0), handle_of=lambda pynvml, device: None) is None
 
 
 @pytest.mark.parametrize("nvml, name, expected", [
@@ -122,9 +120,8 @@ def test_nvml_peak_without_a_handle_is_none(monkeypatch):
     (None, "NVIDIA B200", (None, None)),                            # neither: no number invented
 ])
 def test_theoretical_peak_on_a_gpu_prefers_nvml_then_the_table(monkeypatch, nvml, name, expected):
-    monkeypatch.setattr(ceilings, "nvml_peak", lambda device: nvml)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: name)
-    assert ceilings.theoretical_peak("cuda:0") == expected
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: name)  # fakes a GPU on this CPU machine
+    assert ceilings.theoretical_peak("cuda:0", from_nvml=lambda device: nvml) == expected
 
 
 @pytest.mark.parametrize("free, expected", [
@@ -142,7 +139,7 @@ def test_default_copy_bytes_on_the_cpu_is_256_mib():
     assert ceilings.default_copy_bytes(CPU) == 256 * MIB
 
 
-def test_copy_roof_counts_both_buffers_and_keeps_the_best_round(monkeypatch):
+def test_copy_roof_counts_both_buffers_and_keeps_the_best_round():
     """A copy of N bytes per buffer moves 2N (read + write); the roof is the fastest round's median and
     its quartiles swap (the slow quartile of time is the low quartile of bandwidth)."""
     rounds = iter([[4.0, 4.0, 4.0, 4.0], [1.0, 2.0, 2.0, 3.0], [3.0, 3.0, 3.0, 3.0]])
@@ -151,8 +148,7 @@ def test_copy_roof_counts_both_buffers_and_keeps_the_best_round(monkeypatch):
         s = next(rounds)
         return timing.summarize_calls(s, s)
 
-    monkeypatch.setattr(ceilings, "time_fn", fake_time_fn)
-    r = ceilings.measure_copy_roof(CPU, 4 * MIB, warmup=1, repeats=4, rounds=3)
+    r = ceilings.measure_copy_roof(CPU, 4 * MIB, warmup=1, repeats=4, rounds=3, timer=fake_time_fn)
     moved = 8 * MIB
     t = timing.summarize([1.0, 2.0, 2.0, 3.0])
     assert r["roof_bytes"] == moved and r["roof_rounds"] == 3 and r["roof_n"] == 4
@@ -207,18 +203,16 @@ def test_shape_for_targets(target, bpt, max_seq, shape):
     ({"index0": "48K", "index3": "32M"}, 32 << 20),
     ({}, 32 << 20),                       # nothing readable: assume a 32 MiB LLC
 ])
-def test_last_level_cache_is_the_largest_cpu_cache(monkeypatch, tmp_path, sizes, expected):
+def test_last_level_cache_is_the_largest_cpu_cache(tmp_path, sizes, expected):
     for name, text in sizes.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "size").write_text(text + "\n")
-    monkeypatch.setattr(kc, "Path", lambda _p: tmp_path)
-    assert kc.last_level_cache_bytes(CPU) == expected
+    assert probes.last_level_cache_bytes(CPU, cpu_cache_dir=tmp_path) == expected
 
 
-def test_flusher_overwrites_four_llcs_and_flushes_footprints_below_that(monkeypatch):
-    monkeypatch.setattr(kc, "last_level_cache_bytes", lambda device: MIB)
-    f = kc.Flusher(CPU)
-    assert f.llc == MIB and f.buf.numel() * f.buf.element_size() == kc.FLUSH_FACTOR * MIB == 4 * MIB
+def test_flusher_overwrites_four_llcs_and_flushes_footprints_below_that():
+    f = probes.Flusher(CPU, llc=MIB)
+    assert f.llc == MIB and f.buf.numel() * f.buf.element_size() == probes.FLUSH_FACTOR * MIB == 4 * MIB
     assert f.needed(4 * MIB - 1) and not f.needed(4 * MIB)
 
 

@@ -11,15 +11,17 @@ import io
 import json
 import re
 import shutil
+import types
 from pathlib import Path
 
 import pytest
 
 from kvreport.analysis import queries as queries_mod
 from kvreport.analysis import site as site_mod
-from kvreport.analysis.pages import claims as claims_page
-from kvreport.analysis.pages import compare as compare_page
+from kvreport.analysis import claims as claims_mod
+from kvreport.analysis import regressions
 from kvreport.analysis.site import BuildError, build_site, check_links
+from kvreport.analysis.verdicts import VERDICTS
 from conftest import PAYLOADS, write_payload_db
 from htmldoc import Doc
 
@@ -190,9 +192,9 @@ def test_overview_has_no_evidence_banner_claiming_cpu_only_for_a_gpu_run(small_d
 
 def test_claims_ledger_unions_every_claim_query_with_valid_verdicts(built_site, fixture_db):
     rows = read_csv(built_site / "data" / "claims-ledger.csv")
-    assert rows[0] == claims_page.LEDGER_COLUMNS
+    assert rows[0] == claims_mod.LEDGER_COLUMNS
     body = [dict(zip(rows[0], r)) for r in rows[1:]]
-    assert {r["verdict"] for r in body} <= set(claims_page.VERDICTS)
+    assert {r["verdict"] for r in body} <= set(VERDICTS)
     ids = {r["claim_id"] for r in body}
     assert {"memory-formula", "memory-gpt2-arithmetic", "memory-all-lengths"} <= ids
     arithmetic = [r for r in body if r["claim_id"] == "memory-gpt2-arithmetic"]
@@ -232,18 +234,28 @@ def test_cpu_runs_never_confirm_or_refute_a_gpu_measurement(built_site):
     assert re.search(rf"\d+ verdicts on {n_claims} claims", text)
 
 
+def test_claims_legend_and_overview_use_the_one_definition_of_the_verdicts(built_site):
+    from kvreport.analysis.verdicts import VERDICTS, Verdict
+
+    text = (built_site / "claims.html").read_text(encoding="utf-8")
+    legend = text[text.index('<dl class="verdict-legend">'):]
+    assert re.findall(r'<dt><span class="verdict verdict-([^"]*)">([^<]*)</span></dt>', legend) == [
+        (site_mod.slugify(v), v) for v in VERDICTS]
+    assert f"<strong>{Verdict.GPU_PENDING}</strong>" in text
+
+
 @pytest.mark.parametrize("device_kind, expected", [("cpu", "not yet measured on a GPU"), ("cuda", "confirmed")])
-def test_the_verdict_rule_is_applied_to_every_claim_query(small_db, tmp_path, monkeypatch, device_kind, expected):
+def test_the_verdict_rule_is_applied_to_every_claim_query(small_db, tmp_path, device_kind, expected):
     """A new claim query cannot bypass the rule: it applies to the union, not inside each file."""
     import duckdb
 
     con = duckdb.connect(str(small_db))
     con.execute("UPDATE runs SET device_kind = ?", [device_kind])
     con.close()
-    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'zz' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
+    queries = _queries_with(tmp_path, "claim_zz_test", "SELECT 'zz' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
                  "'1' AS seed_value, 'RTX 2070' AS seed_hardware, 'measurement' AS basis, true AS claim_on_gpu, "
                  "1 AS run_id, '2 GB/s' AS measured_value, 'confirmed' AS verdict, 'r' AS reasoning")
-    build_site(small_db, tmp_path / "out")
+    build_site(small_db, tmp_path / "out", queries=queries)
     rows = read_csv(tmp_path / "out" / "data" / "claims-ledger.csv")
     zz = [dict(zip(rows[0], r)) for r in rows[1:] if r[0] == "zz"]
     assert [(r["verdict"], r["data_verdict"], r["device_kind"]) for r in zz] == [(expected, "confirmed", device_kind)]
@@ -350,79 +362,118 @@ def small_db(tmp_path) -> Path:
     return db
 
 
-def _patch_query(monkeypatch, name: str, sql: str):
-    real_text, real_names = queries_mod.sql_text, queries_mod.all_query_names
-    monkeypatch.setattr(queries_mod, "sql_text", lambda n: sql if n == name else real_text(n))
-    monkeypatch.setattr(queries_mod, "all_query_names", lambda: sorted(set(real_names()) | {name}))
+def _queries_with(tmp_path: Path, name: str, sql: str) -> Path:
+    """A copy of analysis/queries/ with queries/<name>.sql added or replaced: the build's `queries` argument."""
+    folder = tmp_path / "queries"
+    shutil.copytree(Path(str(queries_mod.QUERY_DIR)), folder)
+    (folder / f"{name}.sql").write_text(sql, encoding="utf-8")
+    return folder
 
 
-def test_failing_query_stops_the_build_naming_it(small_db, tmp_path, monkeypatch):
-    _patch_query(monkeypatch, "runs", "SELECT no_such_column FROM runs")
-    with pytest.raises(queries_mod.QueryError, match=r"analysis/queries/runs\.sql"):
-        build_site(small_db, tmp_path / "out")
+def _pages_with_data_context(context) -> list:
+    """The site's page modules with the data page's context() replaced: the build's `pages` argument."""
+    from kvreport.analysis.pages import data as data_page
+
+    stand_in = types.ModuleType(data_page.__name__)
+    stand_in.PAGE, stand_in.context = data_page.PAGE, context
+    return [stand_in if m is data_page else m for m in site_mod.page_modules()]
+
+
+def test_failing_query_stops_the_build_naming_it(small_db, tmp_path):
+    queries = _queries_with(tmp_path, "runs", "SELECT no_such_column FROM runs")
+    with pytest.raises(queries_mod.QueryError, match=rf"{re.escape(str(queries))}/runs\.sql failed: .*no_such_column"):
+        build_site(small_db, tmp_path / "out", queries=queries)
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("basis, verdict, message", [("arithmetic", "probably", "verdict 'probably'"),
                                                      ("vibes", "confirmed", "basis 'vibes'")])
-def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, monkeypatch, basis, verdict, message):
-    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
+def test_claim_query_breaking_the_contract_stops_the_build(small_db, tmp_path, basis, verdict, message):
+    queries = _queries_with(tmp_path, "claim_zz_test", "SELECT 'x' AS claim_id, 'profiler seed' AS source, 'c' AS claim, "
                  f"'1' AS seed_value, 'gpu' AS seed_hardware, '{basis}' AS basis, false AS claim_on_gpu, "
                  f"NULL::INTEGER AS run_id, NULL AS measured_value, '{verdict}' AS verdict, 'r' AS reasoning")
-    with pytest.raises(BuildError, match=rf"claim_zz_test\.sql.*{message}"):
-        build_site(small_db, tmp_path / "out")
+    with pytest.raises(claims_mod.ClaimError, match=rf"claim_zz_test\.sql.*{message}"):
+        build_site(small_db, tmp_path / "out", queries=queries)
 
 
-def test_claim_query_with_wrong_columns_stops_the_build(small_db, tmp_path, monkeypatch):
-    _patch_query(monkeypatch, "claim_zz_test", "SELECT 'x' AS claim_id, 'confirmed' AS verdict")
+def test_claim_query_with_wrong_columns_stops_the_build(small_db, tmp_path):
+    queries = _queries_with(tmp_path, "claim_zz_test", "SELECT 'x' AS claim_id, 'confirmed' AS verdict")
     with pytest.raises(queries_mod.QueryError, match=r"claim_zz_test\.sql: missing column"):
-        build_site(small_db, tmp_path / "out")
+        build_site(small_db, tmp_path / "out", queries=queries)
 
 
-def test_headline_linking_a_missing_page_stops_the_build(small_db, tmp_path, monkeypatch):
-    _patch_query(monkeypatch, "headline_zz_test", "SELECT 1 AS run_id, 'f' AS finding, 1.0 AS value, "
+def test_headline_linking_a_missing_page_stops_the_build(small_db, tmp_path):
+    queries = _queries_with(tmp_path, "headline_zz_test", "SELECT 1 AS run_id, 'f' AS finding, 1.0 AS value, "
                  "'B' AS unit, 'nowhere.html' AS page")
-    with pytest.raises(BuildError, match=r"headline_zz_test\.sql: page 'nowhere\.html'"):
-        build_site(small_db, tmp_path / "out")
+    with pytest.raises(queries_mod.QueryError, match=r"headline_zz_test\.sql: page 'nowhere\.html'"):
+        build_site(small_db, tmp_path / "out", queries=queries)
 
 
-def test_page_module_error_names_the_page(small_db, tmp_path, monkeypatch):
-    from kvreport.analysis.pages import data as data_page
-
-    monkeypatch.setattr(data_page, "context", lambda q, site: 1 / 0)
+def test_page_module_error_names_the_page(small_db, tmp_path):
+    pages = _pages_with_data_context(lambda q, site: 1 / 0)
     with pytest.raises(BuildError, match=r"analysis/pages/data\.py: ZeroDivisionError"):
-        build_site(small_db, tmp_path / "out")
+        build_site(small_db, tmp_path / "out", pages=pages)
 
 
-def test_template_error_names_the_template_and_line(small_db, tmp_path, monkeypatch):
-    from kvreport.analysis.pages import data as data_page
-
+def test_template_error_names_the_template_and_line(small_db, tmp_path):
     @dataclasses.dataclass
     class NoTables:  # the template reads `tables`, which this context lacks
         rows: int = 0
 
-    monkeypatch.setattr(data_page, "context", lambda q, site: NoTables())
+    pages = _pages_with_data_context(lambda q, site: NoTables())
     with pytest.raises(BuildError, match=r"templates/data\.html:\d+: UndefinedError"):
-        build_site(small_db, tmp_path / "out")
+        build_site(small_db, tmp_path / "out", pages=pages)
 
 
-def test_page_context_must_be_a_dataclass(small_db, tmp_path, monkeypatch):
+def test_page_context_must_be_a_dataclass(small_db, tmp_path):
+    pages = _pages_with_data_context(lambda q, site: {"tables": []})
+    with pytest.raises(BuildError, match=r"analysis/pages/data\.py: context\(\) must return a dataclass"):
+        build_site(small_db, tmp_path / "out", pages=pages)
+
+
+@dataclasses.dataclass
+class _DataPageWith:
+    """The data page's context plus what a test adds to it (its template reads only `tables` and `answers`)."""
+    tables: list
+    answers: list
+    extra: object = None
+
+
+def _data_page_with(extra):
     from kvreport.analysis.pages import data as data_page
 
-    monkeypatch.setattr(data_page, "context", lambda q, site: {"tables": []})
-    with pytest.raises(BuildError, match=r"analysis/pages/data\.py: context\(\) must return a dataclass"):
-        build_site(small_db, tmp_path / "out")
+    return lambda q, site: _DataPageWith(**vars(data_page.context(q, site)), extra=extra)
 
 
-def test_failed_build_keeps_the_previous_site(small_db, tmp_path, monkeypatch):
+def test_the_builder_writes_the_downloads_a_page_declares(small_db, tmp_path):
+    """Templates only link downloads: the page module declares them in its context (at any depth) and the
+    builder writes each as data/<name>.csv, whether or not a template mentions it."""
+    from kvreport.analysis.site import Download, Table
+
+    table = Table("zz-table", [{"k": "x", "v": 1.5}], [("k", "key", "text"), ("v", "value", "num")])
+    out = tmp_path / "out"
+    build_site(small_db, out, pages=_pages_with_data_context(
+        _data_page_with({"nested": [Download("zz-rows", [{"a": 1, "b": "=cmd"}], ["b", "a"]), table]})))
+    assert read_csv(out / "data" / "zz-rows.csv") == [["b", "a"], ["'=cmd", "1"]]
+    assert read_csv(out / "data" / "zz-table.csv") == [["k", "v"], ["x", "1.5"]]
+
+
+def test_two_downloads_of_one_name_with_different_rows_stop_the_build(small_db, tmp_path):
+    from kvreport.analysis.site import Download
+
+    clash = [Download("zz", [{"a": 1}]), Download("zz", [{"a": 2}])]
+    with pytest.raises(BuildError, match=r"data\.html: two different tables or charts both named 'zz'"):
+        build_site(small_db, tmp_path / "out", pages=_pages_with_data_context(_data_page_with(clash)))
+    with pytest.raises(BuildError, match=r"data\.html: CSV name '\.\./zz' must be"):
+        build_site(small_db, tmp_path / "out", pages=_pages_with_data_context(_data_page_with(Download("../zz", []))))
+
+
+def test_failed_build_keeps_the_previous_site(small_db, tmp_path):
     out = tmp_path / "out"
     build_site(small_db, out)
     before = _digest(out)
-    from kvreport.analysis.pages import data as data_page
-
-    monkeypatch.setattr(data_page, "context", lambda q, site: 1 / 0)
     with pytest.raises(BuildError):
-        build_site(small_db, out)
+        build_site(small_db, out, pages=_pages_with_data_context(lambda q, site: 1 / 0))
     assert _digest(out) == before
     assert not list(tmp_path.glob(".kvreport-*"))
 
@@ -559,13 +610,13 @@ def _m(run, value, better="lower", p25=None, p75=None, metric="step"):
     (10.0, 12.0, None, "changed"),
 ])
 def test_classify(base, new, better, expected):
-    assert compare_page.classify(_m(1, base, better), _m(2, new, better))[1] == expected
+    assert regressions.classify(_m(1, base, better), _m(2, new, better))[1] == expected
 
 
 def test_overlapping_spreads_are_noise_not_regressions():
-    change, verdict = compare_page.classify(_m(1, 10.0, p25=8.0, p75=13.0), _m(2, 12.0, p25=11.0, p75=14.0))
+    change, verdict = regressions.classify(_m(1, 10.0, p25=8.0, p75=13.0), _m(2, 12.0, p25=11.0, p75=14.0))
     assert verdict == "within noise" and change == pytest.approx(0.2)
-    assert compare_page.classify(_m(1, 10.0, p25=9.5, p75=10.5), _m(2, 12.0, p25=11.5, p75=12.5))[1] == "regression"
+    assert regressions.classify(_m(1, 10.0, p25=9.5, p75=10.5), _m(2, 12.0, p25=11.5, p75=12.5))[1] == "regression"
 
 
 def test_changes_pair_runs_of_one_configuration_only():
@@ -573,7 +624,7 @@ def test_changes_pair_runs_of_one_configuration_only():
             {"run_id": 2, "device_name": "A100", "model": "gpt2", "dtype": "float16"},
             {"run_id": 3, "device_name": "H200", "model": "gpt2", "dtype": "float16"}]
     metrics = [_m(1, 10.0), _m(2, 30.0), _m(3, 13.0)]
-    found, n = compare_page.changes(metrics, runs)
+    found, n = regressions.changes(metrics, runs)
     assert n == 1
     assert [(c["base_run"], c["run_id"], c["verdict"]) for c in found] == [(1, 3, "regression")]
 

@@ -102,6 +102,7 @@ def test_a_failure_at_any_insert_leaves_no_rows_of_that_experiment(tmp_path, mon
             assert s.query(f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0, table
 
 
+@pytest.mark.slow
 def test_a_failed_write_marks_the_run_failed_and_keeps_the_other_experiments(tmp_path, monkeypatch):
     from kvreport.runner.commands import run as run_cmd
 

@@ -11,20 +11,20 @@ from __future__ import annotations
 import re
 import shutil
 from html.parser import HTMLParser
-import types
 from dataclasses import dataclass, field
 
 import duckdb
 import pytest
 
 from kvreport.analysis import queries as queries_mod
-from kvreport.analysis.pages import _claims
+from kvreport.analysis import claims as claims_mod
+from kvreport.analysis.verdicts import SQL_PARAMETERS, VERDICTS, Verdict
 from kvreport.runner.core.store import Store
 
 GPT2_PARAMS = 124_439_808  # tied embeddings counted once
 GPT2_BPT16 = 2 * 12 * 12 * 64 * 2  # 36,864 B/token at 2-byte elements
 RTX = "NVIDIA GeForce RTX 2070"
-PENDING = _claims.GPU_PENDING
+PENDING = Verdict.GPU_PENDING
 
 
 @dataclass
@@ -519,12 +519,24 @@ def empty_db(tmp_path_factory):
     return path
 
 
-def ledger_of(path, query: str, run_ids, monkeypatch) -> list[dict]:
+@pytest.fixture(scope="module")
+def query_folders(tmp_path_factory):
+    """claim query -> a folder holding only it, the rule and the macros: the ledger then reads that one query."""
+    base = tmp_path_factory.mktemp("claim-queries")
+    folders = {}
+    for name in queries_mod.names_with_prefix("claim_"):
+        folder = folders[name] = base / name
+        folder.mkdir()
+        for keep in (name, "claims_verdicts", "_macros"):
+            (folder / f"{keep}.sql").write_text(queries_mod.sql_text(keep), encoding="utf-8")
+    return folders
+
+
+def ledger_of(path, folder, run_ids) -> list[dict]:
     """The ledger's rows of one claim query, through the build's own code (union, checks, rule)."""
-    monkeypatch.setattr(queries_mod, "names_with_prefix", lambda prefix: [query] if prefix == "claim_" else [])
     con = duckdb.connect(str(path))
     try:
-        return _claims.ledger(queries_mod.Queries(con), types.SimpleNamespace(run_ids=set(run_ids)))
+        return claims_mod.ledger(queries_mod.Queries(con, folder), run_ids)
     finally:
         con.close()
 
@@ -544,25 +556,34 @@ def test_every_claim_query_has_cases():
     assert {c.query for c in CASES} == set(queries_mod.names_with_prefix("claim_"))
 
 
-def test_every_verdict_a_claim_query_can_give_is_reached():
-    """Each claim query's verdict literals (its CASE branches) all appear among its cases' expectations."""
-    import re
+def _sql_code(name: str) -> str:
+    return re.sub(r"--[^\n]*", "", queries_mod.sql_text(name))  # comments may quote a verdict in prose
 
+
+def test_claim_queries_name_verdicts_only_as_parameters():
+    """The verdict words are defined once (analysis/verdicts.py): no claim query, nor the rule, spells one."""
+    spelled = re.compile("'(%s)'" % "|".join(map(re.escape, VERDICTS)))
+    for name in queries_mod.names_with_prefix("claim_") + ["claims_verdicts"]:
+        assert not spelled.findall(_sql_code(name)), f"{name}.sql spells a verdict; use its parameter ($confirmed, ...)"
+
+
+def test_every_verdict_a_claim_query_can_give_is_reached():
+    """Each claim query's verdict parameters (its CASE branches) all appear among its cases' expectations."""
     for name in queries_mod.names_with_prefix("claim_"):
-        sql = re.sub(r"--[^\n]*", "", queries_mod.sql_text(name))
-        literals = set(re.findall(r"'(%s)'" % "|".join(_claims.VERDICTS), sql))
+        given = {SQL_PARAMETERS[p] for p in re.findall(r"\$([a-z_]+)", _sql_code(name)) if p in SQL_PARAMETERS}
+        assert given, f"{name}: gives no verdict parameter"
         reached = {row[-1] if len(row) == 3 else row[1]
                    for c in CASES if c.query == name for rows in c.expect.values() for row in rows}
-        assert literals <= reached, f"{name}: no case reaches {sorted(literals - reached)}"
+        assert given <= reached, f"{name}: no case reaches {sorted(given - reached)}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_verdict(case, empty_db, tmp_path, monkeypatch):
+def test_verdict(case, empty_db, tmp_path, query_folders):
     db = tmp_path / "case.duckdb"
     shutil.copyfile(empty_db, db)
     run_ids = write_case(db, case)
     assert run_ids == list(range(1, len(case.runs) + 1))
-    rows = ledger_of(db, case.query, run_ids, monkeypatch)
+    rows = ledger_of(db, query_folders[case.query], run_ids)
     for claim_id, expected in case.expect.items():
         got = [r for r in rows if r["claim_id"] == claim_id]
         want = [(run, verdict, data[0] if data else verdict) for run, verdict, *data in expected]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvreport.analysis import charts
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import Download, PageSpec, Table
 
 PAGE = PageSpec(slug="audit", title="Token audit", order=70)
 TOP_SESSIONS = 20  # sessions listed per audit; the CSV beside the table has every session
@@ -49,7 +49,7 @@ def _detail(q, a: dict, site) -> dict:
         "bloat_summary": q.one("audit_bloat_summary", audit_id=aid),
         "repeats": q("audit_repeats", audit_id=aid), "warnings": q("audit_warnings", audit_id=aid),
         "rejects": q("audit_rejects", audit_id=aid), "n_sessions": len(every),
-        "sessions_csv": site.shown_csv(_cid(aid, "all-sessions"), every),
+        "all_sessions": Download(_cid(aid, "all-sessions"), every),  # linked beside the top sessions
     }
     d["advice"] = _advice(a, d["warnings"])
     d["dist_chart"] = charts.bars(
@@ -85,7 +85,7 @@ def _detail(q, a: dict, site) -> dict:
         "dashed line is the article's 2x.", "evict after", "x capacity", hlines=[(2.0, "article: 2x")],
         rows=ttl, columns=["ttl", "capacity_multiplier", "freed_share", "mean_held_bytes", "peak_held_bytes",
                            "recompute_tokens", "active_sessions_fit", "extra_sessions"])
-    if bloat and bloat[0]["achievable_pcer"] is not None:
+    if a["content_calls"] and bloat and bloat[0]["achievable_pcer"] is not None:
         shown = bloat[:15]
         d["bloat_chart"] = charts.bars(
             _cid(aid, "bloat"),
@@ -101,7 +101,65 @@ def _detail(q, a: dict, site) -> dict:
     else:
         d["bloat_chart"] = None
     d.update(_cost(q, a))
+    d.update(_detail_tables(d, a, site))
     return d
+
+
+def _detail_tables(d: dict, a: dict, site) -> dict:
+    """The tables of one audit's breakdown; None where the page says instead why there is nothing to list."""
+    aid, csv, warnings = a["audit_id"], site.csv_files.get, d["warnings"]
+    shown_bloat = bool(a["content_calls"])  # the prompt-bloat section lists sessions only for logged messages
+    return {
+        "cost_models_table": None if not d["cost_models"] else Table(_cid(aid, "cost-models"), d["cost_models"], [
+            ("model", "model", "text"), ("provider", "provider", "text"), ("priced_as", "priced as", "text"),
+            ("n_calls", "calls", "int"), ("input_tokens", "input", "int"),
+            ("cached_input_tokens", "cache reads", "int"), ("cache_write_tokens", "cache writes", "int"),
+            ("output_tokens", "output", "int"), ("cost_usd", "cost ($)", "auto"),
+            ("usd_per_call", "$ per call", "auto"), ("input_usd_mtok", "$/M input", "auto"),
+            ("cache_read_usd_mtok", "$/M cached", "auto"), ("output_usd_mtok", "$/M output", "auto"),
+            ("note", "price source, or why unpriced", "text")],
+            caption="Calls, tokens and cost per model", csv=csv("token_prices")),
+        "sessions_table": Table(_cid(aid, "sessions"), d["sessions"], [
+            ("session_id", "session", "text"), ("n_calls", "calls", "int"), ("input_tokens", "input", "int"),
+            ("cached_input_tokens", "cached", "int"), ("system_tokens", "system", "int"),
+            ("output_tokens", "output", "int"), ("pcer", "PCER", "pct"), ("spor", "SPOR", "pct"),
+            ("context_tokens", "largest context (tokens)", "int"), ("kv_cache_mb", "KV footprint (MB)", "num"),
+            ("idle_share", "idle share of its KV time", "pct"), ("kv_warning", "KV warning", "bool"),
+            ("spor_warning", "SPOR warning", "bool"), ("cost_usd", "cost ($)", "auto")],
+            caption=f"Top {len(d['sessions'])} of {d['n_sessions']} sessions by KV footprint",
+            csv=d["all_sessions"].link),
+        "warnings_table": Table(_cid(aid, "warnings"), d["warnings"], [
+            ("session_id", "session", "text"), ("warning", "over", "text"), ("spor", "SPOR", "pct"),
+            ("kv_cache_mb", "KV footprint (MB)", "num")],
+            caption=f"{len(warnings)} session{('' if len(warnings) == 1 else 's')} over a guardrail (up to 50; sessions under every limit are not listed)",
+            answer="kv_cache_mb"),
+        "ttl_table": None if not d["ttl"] else Table(_cid(aid, "ttl-table"), d["ttl"], [
+            ("ttl", "evict after", "text"), ("freed_share", "KV byte-seconds freed", "pct"),
+            ("mean_held_mb", "mean held (MB)", "num"), ("peak_held_mb", "peak held (MB)", "num"),
+            ("freed_mb_at_peak", "peak reduction (MB)", "num"),
+            ("recompute_tokens", "tokens recomputed on return", "int"),
+            ("evicted_sessions", "sessions evicted", "int"), ("capacity_multiplier", "capacity ×", "num2"),
+            ("active_sessions_fit", "active sessions that fit", "int"),
+            ("extra_sessions", "more than never evicting", "int"), ("freed_gpu_hours", "GPU-hours freed", "auto"),
+            ("freed_cost_usd", "freed ($, --gpu-hour-price)", "auto")],
+            caption="TTL sweep", csv=csv("token_ttl_sweep")),
+        "bloat_table": None if not shown_bloat else Table(_cid(aid, "bloat-table"), d["bloat"], [
+            ("session_id", "session", "text"), ("n_calls", "calls", "int"), ("actual_pcer", "actual PCER", "pct"),
+            ("achievable_pcer", "achievable", "pct"), ("stable_prefix_pcer", "stable prefix", "pct"),
+            ("broken_pairs", "calls breaking the prefix", "int"), ("diverge_in", "first break in", "text"),
+            ("diverge_offset_chars", "at character", "int"), ("diverge_context", "…shared text", "code"),
+            ("diverge_prev", "previous call went on", "code"), ("diverge_next", "this call went on", "code")],
+            caption="Where prompts stop sharing a prefix (top 20)", csv=csv("token_bloat")),
+        "repeats_table": None if not shown_bloat else Table(_cid(aid, "repeats"), d["repeats"], [
+            ("session_id", "session", "text"), ("instruction", "instruction", "text"), ("n_turns", "turns", "int"),
+            ("also_in_system", "already in system prompt", "bool"), ("tokens", "tokens each", "int"),
+            ("repeated_tokens", "tokens re-sent", "int")],
+            caption="Sentences sent again in the new part of several turns (top 20)", csv=csv("token_repeats")),
+        "rejects_table": None if not d["rejects"] else Table(_cid(aid, "rejects"), d["rejects"], [
+            ("reason", "reason", "text"), ("n", "records", "int"), ("source", "file", "text"),
+            ("first_line", "first line", "int")],
+            caption="Why records were rejected", csv=csv("token_rejects")),
+    }
 
 
 COST_PARTS = (("input_cost_usd", "uncached input"), ("cache_read_cost_usd", "cache reads"),
@@ -137,7 +195,7 @@ def _price_snapshots(audits: list[dict]) -> list[dict]:
     return [dict(source=s, date=d, audits=ids) for (s, d), ids in seen.items()]
 
 
-def _prefix(q) -> dict:
+def _prefix(q, site) -> dict:
     rows = q("audit_prefix_reuse")
     totals = q("audit_prefix_totals")
     evict = q("audit_evict")
@@ -157,7 +215,31 @@ def _prefix(q) -> dict:
             "turn", "ms", error_y=err,
             rows=mine, columns=["turn", "mode", "prompt_tokens", "cached_tokens", "computed_tokens", "time_ms",
                                 "p25_ms", "p75_ms", "n", "max_abs_logit_diff", "logits_match"])
-    return {"prefix_rows": rows, "prefix_totals": totals, "evict": evict, "prefix_chart": chart}
+    csv = site.csv_files.get
+    return {"prefix_rows": rows, "prefix_totals": totals, "evict": evict, "prefix_chart": chart,
+            "prefix_totals_table": None if chart is None else Table("audit-prefix-totals", totals, [
+                ("run_id", "run", "int"), ("model", "model", "text"), ("device_name", "device", "text"),
+                ("mode", "mode", "text"), ("prompt_tokens", "prompt tokens", "int"),
+                ("cached_tokens", "cached", "int"), ("computed_tokens", "computed", "int"),
+                ("computed_saved", "computation saved", "pct"), ("time_ms", "prefill", "ms"),
+                ("time_saved", "time saved", "pct"), ("logits_match", "logits match", "bool")],
+                caption="Per run and mode, summed over the turns timed"),
+            "prefix_rows_table": None if chart is None else Table("audit-prefix-rows", rows, [
+                ("run_id", "run", "int"), ("turn", "turn", "int"), ("mode", "mode", "text"),
+                ("prompt_tokens", "prompt", "int"), ("cached_tokens", "cached", "int"),
+                ("computed_tokens", "computed", "int"), ("time_ms", "median", "ms"), ("p25_ms", "p25", "ms"),
+                ("p75_ms", "p75", "ms"), ("n", "n", "int"), ("copy_ms", "cache copy", "ms"),
+                ("max_abs_logit_diff", "max |Δ logit|", "auto"), ("logits_match", "match", "bool")],
+                caption="Every turn and mode", csv=csv("prefix_reuse")),
+            "evict_table": None if not evict else Table("audit-evict", evict, [
+                ("run_id", "run", "int"), ("phase", "phase", "text"), ("sessions_held", "sessions held", "int"),
+                ("disconnected_held", "of which disconnected", "int"), ("kv_bytes_held", "KV held", "bytes"),
+                ("kv_bytes_expected", "formula", "bytes"), ("freed_bytes", "freed", "bytes"),
+                ("allocator_freed_bytes", "allocator freed", "bytes"), ("free_bytes", "free memory", "bytes"),
+                ("sessions_fit", "sessions that fit", "int"),
+                ("capacity_if_full", "capacity if memory were full", "num2")],
+                caption="KV held before and after dropping the sessions that disconnected",
+                csv=csv("prefix_reuse_evict"))}
 
 
 @dataclass
@@ -168,6 +250,10 @@ class AuditPage:
     prefix_totals: list[dict]
     evict: list[dict]
     prefix_chart: object | None
+    audits_table: Table
+    prefix_totals_table: Table | None    # the prefix-reuse tables, beside prefix_chart
+    prefix_rows_table: Table | None
+    evict_table: Table | None
     price_snapshots: list[dict] = field(default_factory=list)  # footer: the price data each audit used
     demo_only: bool = False  # every audit reads generated demo traffic: the page says DEMONSTRATION at its top
 
@@ -175,5 +261,16 @@ class AuditPage:
 def context(q, site) -> AuditPage:
     audits = q("audit_list")
     details = [_detail(q, a, site) for a in _featured(audits)]
-    return AuditPage(audits=audits, details=details, **_prefix(q), price_snapshots=_price_snapshots(audits),
+    return AuditPage(audits=audits, details=details, **_prefix(q, site), price_snapshots=_price_snapshots(audits),
+                     audits_table=Table("audit-list", audits, [
+                         ("audit_id", "audit", "text"), ("run_id", "run", "int"), ("format", "format", "text"),
+                         ("model", "priced as", "text"), ("kv_bytes_per_token", "B/token", "int"),
+                         ("kv_bytes_source", "B/token from", "text"), ("n_calls", "calls", "int"),
+                         ("n_sessions", "sessions", "int"), ("n_rejects", "rejected", "int"),
+                         ("overall_pcer", "PCER", "pct"), ("overall_spor", "SPOR", "pct"),
+                         ("leakage_index", "leakage index", "pct"), ("idle_timeout_s", "idle timeout (s)", "int"),
+                         ("n_spor_warnings", "SPOR warnings", "int"), ("n_kv_warnings", "KV warnings", "int"),
+                         ("cost_usd", "cost ($)", "auto"), ("unpriced_calls", "unpriced calls", "int")],
+                         caption="Every audit (run empty: a standalone kvreport audit)",
+                         csv=site.csv_files.get("audits")),
                      demo_only=bool(audits) and all(a["run_id"] is not None for a in audits))

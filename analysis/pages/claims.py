@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvreport.analysis.site import BuildError, PageSpec
-
-from ._claims import GPU_PENDING, LEDGER_COLUMNS, SOURCES, VERDICTS, current, ledger, verdict_counts
+from kvreport.analysis.claims import LEDGER_COLUMNS, SOURCES, answer, current, ledger, verdict_counts
+from kvreport.analysis.site import BuildError, Download, PageSpec
+from kvreport.analysis.verdicts import VERDICTS, Verdict
 
 PAGE = PageSpec(slug="claims", title="Claims", order=80)
 
@@ -20,19 +20,19 @@ class ClaimsPage:
     n_rows: int
     n_hidden: int               # rows of superseded runs, in the CSV only
     n_claims: int
-    csv: str
+    csv: Download               # the whole ledger, superseded runs included
     verdicts: list[str]
     answers: list[dict]         # the page's opening number and sentence
 
 
 def context(q, site) -> ClaimsPage:
-    rows = ledger(q, site)
+    rows = ledger(q, site.run_ids)
     seen: dict[str, str] = {}
     for r in rows:  # one claim id, one query: two files claiming the same id would mix their rows
         if seen.setdefault(r["claim_id"], r["query"]) != r["query"]:
-            raise BuildError(f"analysis/queries/{r['query']}.sql: claim id {r['claim_id']!r} is also used by "
-                             f"analysis/queries/{seen[r['claim_id']]}.sql")
-    shown = current(rows, site)
+            raise BuildError(f"{q.where(r['query'])}: claim id {r['claim_id']!r} is also used by "
+                             f"{q.where(seen[r['claim_id']])}")
+    shown = current(rows, site.runs)
     n_hidden = len(rows) - len(shown)
 
     # Grouped by source document; claims in the order their queries list them (files alphabetically),
@@ -58,14 +58,10 @@ def context(q, site) -> ClaimsPage:
         groups.append({"source": source, "title": SOURCES.get(source, source), "claims": list(claims.values()),
                        "id": "source-" + "-".join(source.lower().split())})
 
-    csv = site.shown_csv("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
-                                                                      r["run_id"] or 0)), LEDGER_COLUMNS)
+    csv = Download("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
+                                                                r["run_id"] or 0)), LEDGER_COLUMNS)
     counts = verdict_counts(shown)
-    parts = ", ".join(f"{n} {v}" for v, n in counts)
-    n_confirmed = dict(counts).get("confirmed", 0)
-    answers = [{"run_id": None, "value": n_confirmed, "unit": f"of {len(shown)} verdicts confirmed",
-                "finding": f"On {len({r['claim_id'] for r in shown})} quantitative claims of the seed documents, "
-                           f"for the latest run of each configuration: {parts}."}] if shown else []
+    answers = [a for a in (answer(shown),) if a]
     return ClaimsPage(groups=groups, counts=counts, n_shown=len(shown), answers=answers,
-                      pending=sum(r["verdict"] == GPU_PENDING for r in shown), n_rows=len(rows), n_hidden=n_hidden,
+                      pending=sum(r["verdict"] == Verdict.GPU_PENDING for r in shown), n_rows=len(rows), n_hidden=n_hidden,
                       n_claims=len({r["claim_id"] for r in rows}), csv=csv, verdicts=VERDICTS)

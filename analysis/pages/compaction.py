@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import PageSpec, Table
 
 from ._helpers import newest_first, skip_notes
 
@@ -81,14 +81,16 @@ def roof_summaries(ceilings: list[dict], curve: list[dict]) -> list[dict]:
 @dataclass
 class CompactionPage:
     rows: list[dict]
-    ratios: list[dict]
-    regimes: list[dict]
-    ceilings: list[dict]
     charts: list
     older_runs: int
     skips: list[dict]
     ceiling_skips: list[dict]
-    roof_curve: list[dict] = None
+    ceilings_table: Table
+    # The tables below the charts, shown when a run measured compaction (None otherwise).
+    ratios_table: Table | None = None
+    roof_curve_table: Table | None = None
+    regimes_table: Table | None = None
+    rows_table: Table | None = None
     roofs: list[dict] = None  # one roof per device with its spread, and how the curve strays from it
     gpu_pending: bool = False  # only CPU runs: the GPU figures (triton, the H200 target) are pending
 
@@ -100,8 +102,62 @@ def context(q, site) -> CompactionPage:
               for rid in run_ids[:MAX_CHARTS]]
     ceilings = q("ceilings_by_run")
     curve = flag_roof_outliers(q("roof_curve"))
-    return CompactionPage(rows=rows, ratios=q("compact_ratios"), regimes=q("compact_regimes"),
-                          ceilings=ceilings, roofs=roof_summaries(ceilings, curve), charts=charts, older_runs=len(run_ids) - len(charts),
+    tables = {} if not rows else _measured_tables(rows, q("compact_ratios"), q("compact_regimes"), curve, site)
+    return CompactionPage(rows=rows, roofs=roof_summaries(ceilings, curve), charts=charts,
+                          older_runs=len(run_ids) - len(charts),
                           skips=skip_notes(q, EXPERIMENT), ceiling_skips=skip_notes(q, "device_ceilings"),
-                          roof_curve=curve,
-                          gpu_pending=bool(rows) and all(r["device_kind"] != "cuda" for r in rows))
+                          ceilings_table=Table("compaction-ceilings", ceilings, [
+                              ("roof_gbs", "device copy roof", "gbs"), ("run_id", "run", "int"),
+                              ("device_name", "device", "text"), ("peak_gbs", "theoretical peak", "gbs"),
+                              ("peak_source", "peak from", "text"), ("roof_p25_gbs", "roof p25", "gbs"),
+                              ("roof_p75_gbs", "roof p75", "gbs"), ("roof_n", "n", "int"),
+                              ("roof_worst_round_gbs", "slowest round", "gbs"), ("buffer_bytes", "buffer", "bytes"),
+                              ("roof_pct_of_peak", "roof / peak", "pct")],
+                              caption="The device copy roof (the measured copy roof of one large copy) and theoretical peak DRAM bandwidth per run",
+                              csv=site.csv_files.get("device_ceilings"), answer="roof_gbs"),
+                          gpu_pending=bool(rows) and all(r["device_kind"] != "cuda" for r in rows), **tables)
+
+
+def _measured_tables(rows, ratios, regimes, roof_curve, site) -> dict:
+    return dict(
+        ratios_table=Table("compaction-ratios", ratios, [
+            ("batched_over_naive", "batched / naive", "ratio"), ("run_id", "run", "int"),
+            ("bytes_moved", "bytes moved", "bytes"), ("kv_bytes", "live KV", "bytes"),
+            ("n_requests", "requests", "int"), ("seq_len", "tokens each", "int"),
+            ("roof_gbs", "copy roof, same size", "gbs"), ("naive_gbs", "naive", "gbs"),
+            ("batched_gbs", "batched", "gbs"), ("triton_gbs", "triton", "gbs"),
+            ("naive_pct_of_roof", "naive % of roof", "pct"), ("batched_pct_of_roof", "batched % of roof", "pct"),
+            ("triton_layers_pct_of_roof", "triton per layer % of roof", "pct"),
+            ("triton_pct_of_roof", "triton % of roof", "pct"), ("batched_pct_of_peak", "batched % of peak", "pct"),
+            ("correct", "all correct", "bool"), ("spread_wide", "wide spread", "bool"),
+            ("over_roof", "> 105% of roof", "bool"), ("dram_sized", "≥ 4× LLC", "bool"),
+            ("target_size", "≥ 256 MiB moved", "bool")],
+            caption="Per workload: each method / naive and / the copy roof of the same size (target on a GPU: triton ≥ 85% of it from 256 MiB moved)",
+            answer="batched_over_naive", flag="spread_wide"),
+        roof_curve_table=Table("compaction-roof-curve", roof_curve, [
+            ("gbs", "GB/s", "gbs"), ("run_id", "run", "int"), ("op", "op", "text"), ("bytes", "bytes", "bytes"),
+            ("p25_gbs", "p25", "gbs"), ("p75_gbs", "p75", "gbs"), ("n", "n", "int"), ("rounds", "rounds", "int"),
+            ("flushed", "cache flushed", "bool"), ("dram_sized", "≥ 4× LLC", "bool"),
+            ("measured_with", "timed", "text")],
+            caption="Copy (read + written) and read (streaming sum) bandwidth at every size the experiments used",
+            csv=site.csv_files.get("roof_curve"), answer="gbs", flag="disagrees",
+            flag_note="more than 25% from both neighbouring sizes; a “% of roof” divided by such a point carries its noise"),
+        regimes_table=Table("compaction-regimes", regimes, [
+            ("large_over_small", "large / small", "ratio"), ("run_id", "run", "int"), ("method", "method", "text"),
+            ("small_gbs", "< 5 MB live", "gbs"), ("large_gbs", "> 10 MB live", "gbs"),
+            ("small_pct_of_roof", "small % of roof", "pct"), ("large_pct_of_roof", "large % of roof", "pct"),
+            ("best_gbs", "best", "gbs"), ("best_pct_of_peak", "best % of peak", "pct"),
+            ("best_pct_of_roof", "best % of roof", "pct"),
+            ("naive_catches_up_bytes", "naive within 10% of batched from", "bytes"),
+            ("batched_half_roof_bytes", "batched ≥ 50% of roof from", "bytes")],
+            caption="Small and large workloads (the seed's split, by live KV bytes) and where the regimes cross",
+            answer="large_over_small"),
+        rows_table=Table("compaction-all", rows, [
+            ("gbs", "GB/s", "gbs"), ("run_id", "run", "int"), ("method", "method", "text"),
+            ("bytes_moved", "bytes moved", "bytes"), ("launches", "launches", "int"),
+            ("time_ms", "time (median)", "ms"), ("p25_ms", "p25", "ms"), ("p75_ms", "p75", "ms"), ("n", "n", "int"),
+            ("host_ms", "host per call", "ms"), ("pct_of_roof", "% of same-size copy roof", "pct"),
+            ("pct_of_peak", "% of peak", "pct"), ("correct", "correct", "bool"),
+            ("cache_flushed", "cache flushed", "bool"), ("over_roof", "> 105% of roof", "bool")],
+            caption="Compaction per method and workload", csv=site.csv_files.get("kv_compact_v2"), answer="gbs",
+            flag="spread_wide" if "spread_wide" in rows[0] else None))

@@ -1,23 +1,16 @@
 """Comparison across runs: the summary metrics of every run side by side (normalised where that makes
-sense: bytes per token, % of the copy roof, % of peak), charts of the normalised ones, and, for runs of
-the same device, model and dtype, every metric that changed by more than THRESHOLD from the previous such
-run, called a regression or an improvement (or noise, when the timed spreads overlap).
-
-Metrics come from every analysis/queries/compare_*.sql (columns COMPARE_COLUMNS), so a new experiment
-joins the comparison by adding one query."""
+sense: bytes per token, % of the copy roof, % of peak), charts of the normalised ones, and the metrics that
+changed between runs of one configuration (analysis/regressions.py classifies them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from kvreport.analysis import charts
-from kvreport.analysis.site import BuildError, PageSpec
-
-from ._helpers import config_key
+from kvreport.analysis.regressions import THRESHOLD, answer, changes, metrics as compare_metrics, repeated_configs
+from kvreport.analysis.site import Download, PageSpec, Table
 
 PAGE = PageSpec(slug="compare", title="Compare", order=85)
 
-COMPARE_COLUMNS = ["topic", "metric", "run_id", "value", "unit", "better", "p25", "p75", "summary", "page"]
-THRESHOLD = 0.10  # a change smaller than 10% between two runs of one configuration is not called out
 NORMALISED_UNITS = ["B/token", "% of roof", "% of peak"]
 
 
@@ -45,77 +38,28 @@ def differing_labels(runs: list[dict]) -> dict[int, str]:
     return out
 
 
-def classify(base: dict, new: dict, threshold: float = THRESHOLD) -> tuple[float | None, str]:
-    """(relative change, verdict) of one metric between a baseline run and a later run."""
-    if base["value"] is None or new["value"] is None or base["value"] == 0:
-        return None, "not comparable"
-    change = (new["value"] - base["value"]) / abs(base["value"])
-    if abs(change) < threshold:
-        return change, "unchanged"
-    spreads = [base["p25"], base["p75"], new["p25"], new["p75"]]
-    if all(s is not None for s in spreads) and max(base["p25"], new["p25"]) <= min(base["p75"], new["p75"]):
-        return change, "within noise"  # the medians moved but the interquartile ranges still overlap
-    if new["better"] not in ("lower", "higher"):
-        return change, "changed"
-    got_better = change < 0 if new["better"] == "lower" else change > 0
-    return change, "improvement" if got_better else "regression"
-
-
-def changes(metrics: list[dict], runs: list[dict], threshold: float = THRESHOLD) -> tuple[list[dict], int]:
-    """Each run against the previous run of its configuration, metric by metric."""
-    by_run: dict[int, dict[tuple, dict]] = {}
-    for m in metrics:
-        by_run.setdefault(m["run_id"], {})[(m["topic"], m["metric"], m["unit"])] = m
-    out, n_compared = [], 0
-    previous: dict[tuple, int] = {}
-    for run in sorted(runs, key=lambda r: r["run_id"]):
-        key = config_key(run)
-        mine = by_run.get(run["run_id"], {})
-        base_id = previous.get(key)
-        if mine:
-            previous[key] = run["run_id"]
-        if base_id is None:
-            continue
-        base = by_run[base_id]
-        for mkey in sorted(mine):
-            if mkey not in base:
-                continue
-            n_compared += 1
-            change, verdict = classify(base[mkey], mine[mkey], threshold)
-            if verdict in ("unchanged", "not comparable"):
-                continue
-            new = mine[mkey]
-            out.append({"topic": mkey[0], "metric": mkey[1], "unit": mkey[2], "base_run": base_id,
-                        "run_id": run["run_id"], "base_value": base[mkey]["value"], "value": new["value"],
-                        "change": change, "verdict": verdict, "page": new["page"]})
-    return out, n_compared
-
-
 @dataclass
 class ComparePage:
     metrics: list[dict]
     runs: list[dict]
     run_ids: list[int]
     side: list[dict]          # one row per summary metric, values by run
-    side_csv: str
+    side_csv: Download
     charts: list
     changes: list[dict]       # metrics that moved by more than the threshold between runs of one config
     n_compared: int
     threshold: float
     repeated: list[dict]      # configurations with more than one run
+    repeated_table: Table | None
+    changes_csv: Download | None  # the changes listed (none: nothing changed, or nothing measured twice)
     labels: dict[int, str]
     differs: dict[int, str]   # run_id -> what sets it apart from the other runs compared
     answers: list[dict]       # the page's opening number and sentence
 
 
 def context(q, site) -> ComparePage:
-    metrics = q.union("compare_", COMPARE_COLUMNS)
+    metrics = compare_metrics(q, site.run_ids)
     for m in metrics:
-        if m["run_id"] not in site.run_ids:
-            raise BuildError(f"analysis/queries/{m['query']}.sql: run_id {m['run_id']} is not in the runs table")
-        if m["better"] not in (None, "lower", "higher"):
-            raise BuildError(f"analysis/queries/{m['query']}.sql: better must be 'lower', 'higher' or NULL, "
-                             f"not {m['better']!r}")
         if m["page"] and not site.has_page(m["page"].split("#")[0].removesuffix(".html")):
             m["page"] = None  # the experiment's page is not built (yet): show the number without a link
     run_ids = sorted({m["run_id"] for m in metrics})
@@ -131,7 +75,7 @@ def context(q, site) -> ComparePage:
         row["values"][m["run_id"]] = m["value"]
     # Numbers inside names sort as numbers: 256-token requests before 1,024-token ones.
     side = [table[k] for k in sorted(table, key=lambda k: (k[0], charts.natural_key(k[1].replace(",", "")), k[2]))]
-    side_csv = site.shown_csv("compare-side-by-side", [
+    side_csv = Download("compare-side-by-side", [
         {"topic": r["topic"], "metric": r["metric"], "unit": r["unit"],
          **{f"run_{i}": r["values"].get(i) for i in run_ids}} for r in side],
         ["topic", "metric", "unit"] + [f"run_{i}" for i in run_ids])
@@ -156,24 +100,17 @@ def context(q, site) -> ComparePage:
             "common scale.", "run (what differs)", unit))
 
     found, n_compared = changes(metrics, site.runs)
-    configs: dict[tuple, list[int]] = {}
-    for r in site.runs:
-        configs.setdefault(config_key(r), []).append(r["run_id"])
-    repeated = {k: v for k, v in configs.items() if len(v) > 1}
-    if repeated:
-        kinds = {v: sum(c["verdict"] == v for c in found) for v in ("regression", "improvement", "within noise")}
-        answers = [{"run_id": None, "value": len(found), "unit": f"of {n_compared} metrics changed",
-                    "finding": f"Across {len(repeated)} configuration(s) measured more than once, each run against the "
-                               f"previous one: {kinds['regression']} regression(s), {kinds['improvement']} "
-                               f"improvement(s), {kinds['within noise']} within noise (threshold "
-                               f"{THRESHOLD:.0%})."}]
-    else:
-        answers = [{"run_id": None, "value": 0, "unit": "configurations run twice",
-                    "finding": f"No model, dtype and device was measured twice, so no change can be called a "
-                               f"regression; the {len(runs)} runs differ by what their labels below name and are set "
-                               "side by side on normalised metrics only."}]
+    repeated = repeated_configs(site.runs)
+    answers = [answer(found, n_compared, site.runs, len(runs))]
+    repeated_rows = [{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
+                     for k, v in sorted(repeated.items())]
     return ComparePage(metrics=metrics, answers=answers, runs=runs, run_ids=run_ids, side=side, side_csv=side_csv,
                        charts=chart_list, changes=found, n_compared=n_compared, threshold=THRESHOLD,
-                       repeated=[{"device": k[0], "model": k[1], "dtype": k[2], "runs": ", ".join(map(str, v))}
-                                 for k, v in sorted(repeated.items())],
+                       repeated=repeated_rows,
+                       repeated_table=None if not repeated_rows else Table("compare-configurations", repeated_rows, [
+                           ("device", "device", "text"), ("model", "model", "text"), ("dtype", "dtype", "text"),
+                           ("runs", "runs", "text")],
+                           caption="Configurations measured more than once"),
+                       changes_csv=None if not found else Download("compare-changes", found, [
+                           "topic", "metric", "unit", "base_run", "run_id", "base_value", "value", "change", "verdict"]),
                        labels={i: site.run_label(i) for i in site.run_ids}, differs=differs)

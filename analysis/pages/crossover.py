@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import PALETTE, make_chart
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.claims import for_query
+from kvreport.analysis.site import PageSpec, Table
 
-from . import _claims
+from ._helpers import claims_table
+
 
 PAGE = PageSpec(slug="crossover", title="Crossover", order=60)
 EXPERIMENT = "kv_crossover_v3"
@@ -96,7 +98,11 @@ class CrossoverPage:
     agreement: list[dict]
     skips: list[dict]
     cpu_runs: list[int]
-    claims: list[dict]
+    claims: Table  # the ledger's rows of this topic's claim query (pages/_helpers.claims_table)
+    # The tables under the chart, where a run computed crossovers (None otherwise).
+    batch1_table: Table | None
+    agreement_table: Table | None
+    rows_table: Table | None
 
 
 def context(q, site) -> CrossoverPage:
@@ -108,11 +114,41 @@ def context(q, site) -> CrossoverPage:
     batch_chart = crossover_chart(shown)
     table_b1 = [r for r in batch1 if r["source"] == "measured" or r["run_id"] == newest]
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
+    agreement = q("crossover_measured_vs_formula")
+    csv = site.csv_files.get
     return CrossoverPage(
+        batch1_table=None if not shown else Table("crossover-batch1", table_b1, [
+            ("model", "model", "text"), ("crossover_tokens", "crossover, 1 request", "num"),
+            ("source", "source", "text"), ("run_id", "run", "int"), ("dtype", "dtype", "text"),
+            ("weight_bytes", "weights", "bytes"), ("kv_bytes_per_token", "KV B/token", "int"),
+            ("n_heads", "heads", "int"), ("n_kv_heads", "KV heads", "int"), ("sliding_window", "window", "int"),
+            ("max_positions", "context limit", "int"), ("exceeds_max_positions", "beyond context", "bool"),
+            ("crossover_b64", "per request at batch 64", "num"),
+            ("first_batch_reaching", "first batch that reaches it", "int"),
+            ("requests_512_to_outweigh", "512-token requests until KV > weights", "int"),
+            ("vs_llama2_7b", "× llama-2-7b", "ratio")],
+            caption=f'Crossover for one request per architecture (formula rows from run {newest}; measured rows of every run)'),
+        agreement_table=None if not (shown and agreement) else Table("crossover-agreement", agreement, [
+            ("run_id", "run", "int"), ("model", "model", "text"), ("measured_dtype", "measured dtype", "text"),
+            ("measured_bytes_per_token", "measured B/token", "int"),
+            ("formula_bytes_per_token", "formula B/token (16-bit)", "int"),
+            ("measured_weight_bytes", "measured weights", "bytes"),
+            ("formula_weight_bytes", "formula weights (16-bit)", "bytes"),
+            ("measured_tokens", "measured crossover", "num"), ("formula_tokens", "formula crossover", "num"),
+            ("agree", "agree (0.1%)", "bool")],
+            caption="A run's own model: cache tensors and loaded parameters against config and parameter count"),
+        rows_table=None if not shown else Table("crossover-all", shown, [
+            ("model", "model", "text"), ("source", "source", "text"), ("run_id", "run", "int"),
+            ("batch_size", "batch", "int"), ("crossover_tokens", "tokens per request", "num"),
+            ("min_tokens_kv_exceeds", "first whole count KV ≥ weights", "int"),
+            ("crossover_total_tokens", "tokens across the batch", "num"),
+            ("kv_bytes_per_token", "KV B/token", "int"), ("weight_bytes", "weights", "bytes")],
+            caption="Crossover per architecture and batch size", csv=csv("kv_crossover_v3"), fold=False),
         rows=shown, batch1=table_b1, batch_chart=batch_chart, newest=newest,
         gqa=gqa_note(table_b1),
-        agreement=q("crossover_measured_vs_formula"),
+        agreement=agreement,
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
-        claims=_claims.for_query(q, site, "claim_crossover"),  # the ledger's rows: one rule, one label
+        claims=claims_table(for_query(q, site.runs, "claim_crossover"),  # the ledger's rows: one rule, one label
+                            "Crossover claims of the earlier profiler", "crossover-claims"),
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import PageSpec, Table
 
 from ._helpers import newest_first, skip_notes
 
@@ -46,6 +46,8 @@ class DecodePage:
     charts: list
     skips: list[dict]
     older_runs: int  # runs in the tables without a chart of their own
+    variation_table: Table | None  # both tables shown where a run timed decode steps (None otherwise)
+    steps_table: Table | None
     gpu_pending: bool = False  # only CPU runs: the GPU figures (graph mode, launch overhead) are pending
 
 
@@ -55,6 +57,31 @@ def context(q, site) -> DecodePage:
     run_ids = newest_first(steps)
     charts = [step_chart(rid, [r for r in steps if r["run_id"] == rid], site.run_label(rid))
               for rid in run_ids[:MAX_CHARTS]]
+    csv = site.csv_files.get
     return DecodePage(steps=steps, variation=variation, charts=charts, skips=skip_notes(q, EXPERIMENT),
+                      variation_table=None if not steps else Table("decode-bound", variation, [
+                          ("bound", "bound", "text"), ("run_id", "run", "int"), ("model", "model", "text"),
+                          ("dtype", "dtype", "text"), ("device_name", "device", "text"),
+                          ("batch_size", "batch", "int"), ("step_ms_at_min_prefix", "step", "ms"),
+                          ("pct_of_roof", "% of same-size read roof", "pct"),
+                          ("times_weights_floor", "× weights-only floor", "ratio"),
+                          ("achieved_gbs", "achieved", "gbs"), ("variation", "step-cost variation", "pct"),
+                          ("variation_64_512", "variation 64-512", "pct"), ("min_prefix", "prefix from", "int"),
+                          ("max_prefix", "prefix to", "int"), ("weights_floor_ms", "weights-only floor", "ms"),
+                          ("pct_of_peak", "% of peak", "pct"), ("batch_scaling", "largest batch / batch 1", "ratio")],
+                          caption="What bounds the step, per run and batch (at the shortest prefix)", answer="bound"),
+                      steps_table=None if not steps else Table("decode-steps", steps, [
+                          ("step_ms", "step (median)", "ms"), ("run_id", "run", "int"), ("mode", "mode", "text"),
+                          ("prefix_len", "prefix", "int"), ("batch_size", "batch", "int"), ("p25_ms", "p25", "ms"),
+                          ("p75_ms", "p75", "ms"), ("n", "n", "int"), ("host_ms", "host per call", "ms"),
+                          ("kv_growth_bytes", "KV growth", "bytes"),
+                          ("expected_growth_bytes", "batch × formula", "bytes"), ("growth_match", "match", "bool"),
+                          ("bytes_read", "bytes read", "bytes"), ("achieved_gbs", "achieved", "gbs"),
+                          ("pct_of_roof", "% of same-size read roof", "pct"), ("pct_of_peak", "% of peak", "pct"),
+                          ("times_floor", "× bandwidth floor", "ratio"),
+                          ("recopy_bytes", "torch.cat re-copy", "bytes"), ("overhead_ms", "host − GPU-busy", "ms"),
+                          ("over_roof", "> 105% of roof", "bool")],
+                          caption="Decode step per mode, prefix and batch (bandwidth floor: bytes read + written over the same-size read roof)",
+                          csv=csv("kv_decode_cost_v2"), answer="step_ms", flag="spread_wide"),
                       older_runs=len(run_ids) - len(charts),
                       gpu_pending=bool(steps) and all(r["device_kind"] != "cuda" for r in steps))

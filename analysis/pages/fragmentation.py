@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvreport.analysis import charts
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import PageSpec, Table
 
 from ._helpers import newest_first, skip_notes
 
@@ -44,6 +44,8 @@ class FragmentationPage:
     charts: list
     older_runs: int
     skips: list[dict]
+    retention_table: Table | None  # both tables shown where a run measured fragmentation (None otherwise)
+    phases_table: Table | None
 
 
 def context(q, site) -> FragmentationPage:
@@ -51,5 +53,30 @@ def context(q, site) -> FragmentationPage:
     run_ids = newest_first(phases)
     chart_list = [memory_chart(rid, [r for r in phases if r["run_id"] == rid], site.run_label(rid))
                   for rid in run_ids[:MAX_CHARTS]]
-    return FragmentationPage(phases=phases, retention=q("frag_retention"), charts=chart_list,
+    retention = q("frag_retention")
+    csv = site.csv_files.get
+    return FragmentationPage(phases=phases, retention=retention, charts=chart_list,
+                             retention_table=None if not phases else Table("fragmentation-retention", retention, [
+                                 ("run_id", "run", "int"), ("device_name", "device", "text"),
+                                 ("allocator", "allocator", "text"), ("n_requests", "requests", "int"),
+                                 ("live_requests", "live after eviction", "int"),
+                                 ("evicted_bytes", "evicted", "bytes"),
+                                 ("reserved_after_evict", "reserved after eviction", "bytes"),
+                                 ("allocated_after_evict", "allocated after eviction", "bytes"),
+                                 ("retained_after_evict", "reserved − allocated", "bytes"),
+                                 ("retained_over_evicted", "retained / evicted", "num2"),
+                                 ("retained_after_empty_cache", "reserved − allocated after empty_cache", "bytes"),
+                                 ("inactive_split_after_evict", "inactive split", "bytes"),
+                                 ("num_alloc_retries", "alloc retries", "int"),
+                                 ("setting_confirmed", "setting confirmed", "bool")],
+                                 caption="Per run and allocator: memory kept reserved after eviction and after empty_cache()"),
+                             phases_table=None if not phases else Table("fragmentation-phases", phases, [
+                                 ("run_id", "run", "int"), ("allocator", "allocator", "text"),
+                                 ("phase", "phase", "text"), ("allocated_bytes", "allocated", "bytes"),
+                                 ("reserved_bytes", "reserved", "bytes"),
+                                 ("retained_bytes", "reserved − allocated", "bytes"),
+                                 ("inactive_split_bytes", "inactive split", "bytes"),
+                                 ("num_alloc_retries", "alloc retries", "int"),
+                                 ("live_requests", "live requests", "int"), ("evicted_bytes", "evicted", "bytes")],
+                                 caption="Allocator counters per phase", csv=csv("kv_frag_v2")),
                              older_runs=len(run_ids) - len(chart_list), skips=skip_notes(q, EXPERIMENT))

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvreport.analysis.site import BuildError, PageSpec
-
-from . import _claims
-from ._helpers import config_key
+from kvreport.analysis import claims
+from kvreport.analysis.headlines import headlines, in_page_order
+from kvreport.analysis.runs import config_key
+from kvreport.analysis.site import PageSpec, Table
+from kvreport.analysis.verdicts import Verdict
 
 PAGE = PageSpec(slug="index", title="Overview", order=0)
 
-HEADLINE_COLUMNS = ["run_id", "finding", "value", "unit", "page"]  # and optionally `demonstration` (why)
 DEVICE_CLASSES = {"cuda": "GPU", "cpu": "CPU", "mps": "Apple GPU"}
 
 # The runs table: model and dtype first (what a reader compares), then where and how it ran. Columns that are
@@ -25,22 +25,6 @@ RUN_COLUMNS = [
     ("transformers_version", "transformers", "text"), ("weights_random", "random weights", "bool"),
     ("quick", "quick sweep", "bool"), ("n_ok", "ok", "int"), ("n_skipped", "skipped", "int"),
     ("n_failed", "failed", "int"), ("duration_s", "duration (s)", "int")]
-
-
-def headlines(q, site) -> list[dict]:
-    """Every headline_*.sql row, checked: its run exists and its evidence page is a page of the site."""
-    rows = q.union("headline_", HEADLINE_COLUMNS)
-    order = {p.slug: p.order for p in site.pages}
-    for h in rows:
-        slug = (h["page"] or "").split("#")[0].removesuffix(".html")
-        if slug not in order:
-            raise BuildError(f"analysis/queries/{h['query']}.sql: page {h['page']!r} is not a page of the site "
-                             f"(pages: {', '.join(sorted(order))})")
-        if h["run_id"] is not None and h["run_id"] not in site.run_ids:
-            raise BuildError(f"analysis/queries/{h['query']}.sql: run_id {h['run_id']} is not in the runs table")
-        h["page_order"] = order[slug]
-        h.setdefault("demonstration", None)
-    return sorted(rows, key=lambda h: (h["page_order"], h["query"], h["run_id"] or 0, h["finding"]))
 
 
 @dataclass
@@ -138,6 +122,8 @@ class OverviewPage:
     general: list[dict]       # headlines not tied to a run
     machines: list[dict]      # one card per run, newest first
     skips: list[dict]
+    runs_table: Table
+    skips_table: Table | None  # the experiments without data (None: every experiment produced data)
     n_claims: int
     n_verdicts: int
     n_pending: int            # GPU measurements with only CPU evidence
@@ -150,7 +136,7 @@ def context(q, site) -> OverviewPage:
     runs = q("runs")
     device_states = q("device_state")  # NVML clocks/power/temperature/throttling around each experiment
     statuses = q("experiment_status")
-    rows = headlines(q, site)
+    rows = in_page_order(headlines(q, site.run_ids, site.page_order()))
 
     # One group per configuration (device, model, dtype), showing its latest run: older runs of the same
     # configuration are superseded here and compared on the comparison page.
@@ -177,16 +163,23 @@ def context(q, site) -> OverviewPage:
     skips = [{"experiment": e, "status": st, "reason": reason, "runs": ", ".join(str(i) for i in sorted(ids)),
               "n_runs": len(ids)} for (e, st, reason), ids in sorted(skipped.items())]
 
-    claims = _claims.current(_claims.ledger(q, site), site) if site.has_page("claims") else []
+    ledger = claims.current(claims.ledger(q, site.run_ids), site.runs) if site.has_page("claims") else []
     cov = coverage(runs)
+    run_columns = [c for c in RUN_COLUMNS if any(r[c[0]] is not None for r in runs)]
+    csv = site.csv_files.get
     return OverviewPage(
-        runs=runs, run_columns=[c for c in RUN_COLUMNS if any(r[c[0]] is not None for r in runs)],
+        runs=runs, run_columns=run_columns,
+        runs_table=Table("runs-environment", runs, run_columns, caption="Every run in the DB", csv=csv("runs")),
+        skips_table=None if not skips else Table("runs-skipped", skips, [
+            ("experiment", "experiment", "code"), ("status", "status", "text"), ("reason", "reason", "text"),
+            ("runs", "runs", "text")],
+            caption="Experiments without data, with the reason", csv=csv("experiments")),
         coverage=cov, has_gpu=any(c.kind == "cuda" for c in cov), groups=groups,
         general=[h for h in rows if h["run_id"] is None],
         machines=[machine(r, [s for s in device_states if s["run_id"] == r["run_id"]])
                   for r in sorted(runs, key=lambda r: -r["run_id"])], skips=skips,
-        n_claims=len({c["claim_id"] for c in claims}), n_verdicts=len(claims),
-        n_pending=sum(c["verdict"] == _claims.GPU_PENDING for c in claims),
-        verdicts=_claims.verdict_counts(claims),
+        n_claims=len({c["claim_id"] for c in ledger}), n_verdicts=len(ledger),
+        n_pending=sum(c["verdict"] == Verdict.GPU_PENDING for c in ledger),
+        verdicts=claims.verdict_counts(ledger),
         devices=sorted({r["device_name"] for r in runs if r["device_name"]}),
         models=sorted({r["model"] for r in runs if r["model"]}))

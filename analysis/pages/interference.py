@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, spread
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.claims import for_query
+from kvreport.analysis.site import PageSpec, Table
 
-from . import _claims
+from ._helpers import claims_table
+
 
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
 EXPERIMENT = "kv_interference_v3"
@@ -55,7 +57,9 @@ class InterferencePage:
     skips: list[dict]
     cpu_runs: list[int]
     violations: list[dict]
-    claims: list[dict]
+    claims: Table  # the ledger's rows of this topic's claim query (pages/_helpers.claims_table)
+    summary_table: Table | None  # both tables shown where a run measured interference (None otherwise)
+    rows_table: Table | None
     gpu_pending: bool = False  # only CPU runs: the GPU figures (graph-replay decode on streams) are pending
 
 
@@ -67,11 +71,33 @@ def context(q, site) -> InterferencePage:
     charts = [timings_chart(rid, [r for r in rows if r["run_id"] == rid], by_run.get(rid), site.run_label(rid))
               for rid in run_ids[:MAX_CHARTS]]
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
+    csv = site.csv_files.get
     return InterferencePage(
+        summary_table=None if not summary else Table("interference-summary", summary, [
+            ("slowdown_vs_longer", "both / longer alone", "ratio"), ("bound_violated", "bound violated", "bool"),
+            ("decode_inflation", "decode inflation together", "ratio"),
+            ("compact_bw_lost", "compaction bandwidth lost", "pct"), ("run_id", "run", "int"),
+            ("model", "model", "text"), ("device_name", "device", "text"), ("concurrency", "concurrency", "text"),
+            ("decode_mode", "decode mode", "text"), ("compact_ms", "compact", "ms"), ("decode_ms", "decode", "ms"),
+            ("balance_ratio", "compact / decode", "ratio"), ("balanced", "within 0.5–2×", "bool"),
+            ("both_ms", "both", "ms"), ("vs_sum", "both / sum", "ratio"),
+            ("overlap_saved_ms", "saved vs sequential", "ms"), ("ceiling_gbs", "bandwidth ceiling", "gbs"),
+            ("both_roof_floor_ms", "bytes of both / ceiling", "ms"), ("correct", "gather correct", "bool")],
+            caption="Both at once against each part alone (1.00 = perfect overlap; = sum: none)",
+            answer="slowdown_vs_longer"),
+        rows_table=None if not summary else Table("interference-all", rows, [
+            ("time_ms", "median", "ms"), ("run_id", "run", "int"), ("mode", "mode", "text"),
+            ("concurrency", "concurrency", "text"), ("p25_ms", "p25", "ms"), ("p75_ms", "p75", "ms"),
+            ("n", "n", "int"), ("bytes_moved", "bytes (lower bound)", "bytes"), ("gbs", "GB/s", "gbs"),
+            ("pct_of_roof", "% of roof", "pct"), ("bound_ms", "bound", "ms"), ("bound_violated", "violated", "bool"),
+            ("bound_note", "why", "text"), ("decode_steps", "decode steps", "int"), ("decode_batch", "batch", "int"),
+            ("prefix_len", "prefix", "int")],
+            caption="Compaction, decode and both per run", csv=csv("kv_interference_v3"), answer="time_ms"),
         rows=rows, summary=summary, charts=charts, older_runs=len(run_ids) - len(charts),
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
         violations=[s for s in summary if s["bound_violated"]],
-        claims=_claims.for_query(q, site, "claim_interference"),  # the ledger's rows: one rule, one label
+        claims=claims_table(for_query(q, site.runs, "claim_interference"),  # the ledger's rows: one rule, one label
+                            "Interference claims of the earlier profiler (RTX 2070)", "interference-claims"),
         gpu_pending=bool(summary) and all(s["device_kind"] != "cuda" for s in summary),
     )

@@ -6,9 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kvreport.analysis import charts
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.runs import latest_per_config
+from kvreport.analysis.site import PageSpec, Table
 
-from ._helpers import latest_per_config
 
 PAGE = PageSpec(slug="memory", title="Memory", order=10)
 
@@ -19,10 +19,10 @@ def _run_label(r) -> str:
 
 @dataclass
 class MemoryPage:
-    match: list[dict]
-    summary: list[dict]
-    per_layer: list[dict]
-    allocator: list[dict]
+    match: Table
+    summary: Table
+    per_layer: Table
+    allocator: Table | None   # iteration 1's allocator deltas, shown where a run measured them (alloc_chart)
     bpt_chart: object
     layer_chart: object
     alloc_chart: object | None
@@ -35,7 +35,7 @@ def context(q, site) -> MemoryPage:
     summary = q("memory_bytes_per_token")
     # Cache sizes are exact, so older runs of one configuration would draw the same lines again; the
     # tables below still list every run.
-    shown_runs = latest_per_config({r["run_id"] for r in match}, site)
+    shown_runs = latest_per_config({r["run_id"] for r in match}, site.runs)
 
     # One line per run; batch sizes get a line of their own only where they differ (bytes per token of an
     # exact cache are the same at every batch, and identical lines would hide each other).
@@ -65,7 +65,7 @@ def context(q, site) -> MemoryPage:
         hlines=[(v, label) for v, label in formula_lines], y_unit="bytes")
 
     layer_series: dict[str, tuple[list, list]] = {}
-    for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site)):
+    for r in (r for r in per_layer if r["run_id"] in latest_per_config({r["run_id"] for r in per_layer}, site.runs)):
         for part in ("k", "v"):
             key = f"run {r['run_id']} {part.upper()} ({r['seq_len']:,} tokens)"
             xs, ys = layer_series.setdefault(key, ([], []))
@@ -91,5 +91,29 @@ def context(q, site) -> MemoryPage:
             "Bytes per token implied by the CUDA allocator's delta around a prefill, with and without the "
             "logits still alive, against the formula.", "sequence length (tokens)", "bytes per token",
             log_x=True, hlines=[(v, label) for v, label in formula_lines])
-    return MemoryPage(match=match, summary=summary, per_layer=per_layer, allocator=allocator,
-                      bpt_chart=bpt_chart, layer_chart=layer_chart, alloc_chart=alloc_chart)
+    csv = site.csv_files.get
+    # The ids keep the names these tables' CSVs were published under (data/memory-table-<caption>.csv).
+    return MemoryPage(
+        summary=Table("memory-table-kv-bytes-per-token-per-run", summary, [
+            ("measured_bytes_per_token", "measured per token", "bytes"), ("run_id", "run", "int"),
+            ("model", "model", "text"), ("dtype", "dtype", "text"), ("device_name", "device", "text"),
+            ("formula_bytes_per_token", "formula per token", "bytes"), ("ratio", "measured / formula", "ratio"),
+            ("all_match", "all shapes match", "bool"), ("n_shapes", "shapes", "int")],
+            caption="KV bytes per token per run", answer="measured_bytes_per_token"),
+        match=Table("memory-table-measured-cache-bytes-vs-formula", match, [
+            ("match", "match", "bool"), ("run_id", "run", "int"), ("model", "model", "text"),
+            ("seq_len", "seq len", "int"), ("batch_size", "batch", "int"), ("cached_tokens", "cached tokens", "int"),
+            ("kv_bytes", "measured", "bytes"), ("expected_kv_bytes", "formula", "bytes"), ("diff_bytes", "diff (B)", "int")],
+            caption="Measured cache bytes vs formula", answer="match", csv=csv("kv_memory_v2")),
+        per_layer=Table("memory-table-per-layer-bytes", per_layer, [
+            ("layer", "layer", "int"), ("k_bytes", "K", "bytes"), ("v_bytes", "V", "bytes"), ("run_id", "run", "int"),
+            ("seq_len", "seq len", "int"), ("cached_tokens", "cached tokens", "int"), ("k_shape", "K shape", "text")],
+            caption="Per-layer bytes", csv=csv("kv_per_layer")),
+        allocator=None if alloc_chart is None else Table("memory-table-allocator-deltas", allocator, [
+            ("run_id", "run", "int"), ("seq_len", "seq len", "int"), ("batch_size", "batch", "int"),
+            ("delta_bytes", "delta after prefill", "bytes"), ("bytes_per_token", "B/token", "num"),
+            ("logits_bytes", "logits", "bytes"), ("cache_only_bytes_per_token", "B/token, logits freed", "num"),
+            ("formula_bytes_per_token", "formula", "int"), ("overcount_ratio", "over-count", "ratio"),
+            ("cache_only_match", "cache-only = formula", "bool")],
+            caption="Allocator deltas", csv=csv("kv_memory")),
+        bpt_chart=bpt_chart, layer_chart=layer_chart, alloc_chart=alloc_chart)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.site import PageSpec, Table
 import kvreport.runner.core.model_facts as mf
 
 PAGE = PageSpec(slug="models", title="Models", order=5)
@@ -118,21 +118,30 @@ def measured_rows(q) -> list[dict]:
     return out
 
 
+def cost_table(dtype: str, rows: list[dict]) -> Table:
+    """One request's cache per model at one dtype (cost_rows), largest first."""
+    return Table(f"models-cost-{dtype}", rows, [
+        ("model", "model", "text"), ("kv_131072", "128k", "bytes"), ("kv_32768", "32k", "bytes"),
+        ("kv_4096", "4k", "bytes"), ("engine_128k", "engine 128k", "bytes"), ("weight_bytes", "weights", "bytes"),
+        ("fits_80_tp1", "fit 80 GB", "int"), ("fits_141_tp8", "fit 8×141 GB", "int"), ("layers", "cache layers", "text")],
+        caption=f"KV cache of one request of 128k, 32k and 4k tokens ({dtype}, analytic), largest first; fit 80 GB: "
+                "32k-token requests on one 80 GB GPU; fit 8×141 GB: 128k-token requests on eight 141 GB GPUs (TP 8)")
+
+
 @dataclass
 class ModelsPage:
     answer: dict | None
-    costs: dict[str, list[dict]]     # dtype -> rows
-    fits: list[dict]
-    every_fit: list[dict]
-    kinds: list[dict]
-    kind_names: list[str]
+    cost_tables: list[tuple[str, Table]]  # (dtype, its table): one request's cache per model
+    fits_table: Table
+    every_fit_table: Table
+    kinds_table: Table
     mla: list[dict]
-    mla_versions: list[dict]
+    mla_table: Table | None       # the MLA tables, where a catalogue model uses MLA
+    mla_versions_table: Table | None
     measured: list[dict]
-    unsupported: list[dict]
+    measured_table: Table | None  # where a run measured a catalogue model's cache
+    unsupported_table: Table | None
     vllm_rules: str
-    fits_columns_spec: list   # table columns: (key, label, kind)
-    kind_columns_spec: list
 
 
 def context(q, site) -> ModelsPage:
@@ -151,11 +160,36 @@ def context(q, site) -> ModelsPage:
         answer = {"n": len(bf16), "most": most, "least": least, "seq": ANSWER_SEQ,
                   "ratio": most[f"kv_{ANSWER_SEQ}"] / least[f"kv_{ANSWER_SEQ}"] if least[f"kv_{ANSWER_SEQ}"] else None}
     kinds, kind_names = kind_rows(models)
+    fits, all_fits, mla, measured = fits_rows(models), every_fit(models), mla_rows(models), measured_rows(q)
+    mla_versions = [{"transformers": v, "layout": layout} for v, layout in mf.MLA_LAYOUT_BY_TRANSFORMERS.items()]
+    fits_columns_spec = [(f"fits_{gb}_{tp}", f"{gb} GB" if tp == 1 else f"{tp} × {gb} GB", "int")
+                         for gb, tp in FITS_COLUMNS]
+    kind_columns_spec = [(k, k.replace("_", " "), "bytes") for k in kind_names]
     return ModelsPage(
-        answer=answer, costs=costs, fits=fits_rows(models), every_fit=every_fit(models), kinds=kinds,
-        kind_names=kind_names, mla=mla_rows(models),
-        mla_versions=[{"transformers": v, "layout": layout} for v, layout in mf.MLA_LAYOUT_BY_TRANSFORMERS.items()],
-        measured=measured_rows(q), unsupported=unsupported, vllm_rules=mf.VLLM_RULES,
-        fits_columns_spec=[(f"fits_{gb}_{tp}", f"{gb} GB" if tp == 1 else f"{tp} × {gb} GB", "int")
-                           for gb, tp in FITS_COLUMNS],
-        kind_columns_spec=[(k, k.replace("_", " "), "bytes") for k in kind_names])
+        answer=answer, mla=mla, measured=measured, vllm_rules=mf.VLLM_RULES,
+        cost_tables=[(dtype, cost_table(dtype, rows)) for dtype, rows in costs.items()],
+        fits_table=Table("models-fits", fits, [("model", "model", "text")] + fits_columns_spec,
+            caption="Requests of 32,768 tokens whose cache fits beside the weights, per GPU (bfloat16, engine view, analytic)"),
+        every_fit_table=Table("models-fits-all", all_fits, [
+            ("model", "model", "text"), ("gpu_gb", "GPU GB", "int"), ("tp", "TP", "int"), ("seq", "tokens", "int"),
+            ("requests", "requests that fit", "int")],
+            caption="Requests that fit, every combination (bfloat16, analytic)"),
+        kinds_table=Table("models-kinds", kinds,
+                          [("model", "model", "text"), ("total", "total", "bytes")] + kind_columns_spec,
+            caption="KV cache of one 128k-token request by cache kind (bfloat16, transformers' layout, analytic)"),
+        mla_table=None if not mla else Table("models-mla", mla, [
+            ("model", "model", "text"), ("latent", "latent layout, 128k", "bytes"),
+            ("per_head", "per-head layout, 128k", "bytes"), ("ratio", "per-head / latent", "num")],
+            caption="One 128k-token request of an MLA model in each transformers layout (bfloat16, analytic)"),
+        mla_versions_table=None if not mla else Table("models-mla-versions", mla_versions, [
+            ("transformers", "transformers", "text"), ("layout", "MLA cache layout (source read)", "text")],
+            caption="MLA cache layout per transformers release, from its source"),
+        measured_table=None if not measured else Table("models-measured", measured, [
+            ("model", "model", "text"), ("match", "formula = measured", "bool"), ("kv_bytes", "measured", "bytes"),
+            ("formula_bytes", "formula", "bytes"), ("seq_len", "tokens", "int"), ("batch_size", "batch", "int"),
+            ("dtype", "dtype", "text"), ("transformers_version", "transformers", "text"), ("run_id", "run", "int"),
+            ("layout", "MLA layout", "text")],
+            caption="Cache bytes measured from the cache tensors of a prefill (kv_memory_v2) beside the formula"),
+        unsupported_table=None if not unsupported else Table("models-unsupported", unsupported, [
+            ("model", "model", "text"), ("reason", "why", "text")],
+            caption="Catalogue models the facts do not cover yet"))

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from kvreport.analysis.charts import make_chart, reference_lines
-from kvreport.analysis.site import PageSpec
+from kvreport.analysis.claims import for_query
+from kvreport.analysis.site import PageSpec, Table
 
-from . import _claims
-from ._helpers import newest_first
+from ._helpers import claims_table, newest_first
 
 PAGE = PageSpec(slug="pressure", title="Pressure", order=50)
 EXPERIMENT = "kv_pressure_v3"
@@ -54,7 +54,9 @@ class PressurePage:
     skips: list[dict]
     cpu_runs: list[int]
     oom_runs: list[dict]
-    claims: list[dict]
+    claims: Table  # the ledger's rows of this topic's claim query (pages/_helpers.claims_table)
+    oom_runs_table: Table | None  # shown where a run measured capacity and hit an OOM
+    caps_table: Table | None      # shown where a run measured capacity
 
 
 def context(q, site) -> PressurePage:
@@ -68,10 +70,32 @@ def context(q, site) -> PressurePage:
         if rs:
             charts.append(requests_chart(rid, rs, cs, site.run_label(rid)))
     statuses = q("pressure_experiment_status", experiment=EXPERIMENT)
+    oom_runs = [c for c in caps if c["stop_reason"] == "oom"]
+    csv = site.csv_files.get
     return PressurePage(
+        oom_runs_table=None if not (caps and oom_runs) else Table("pressure-oom", oom_runs, [
+            ("run_id", "run", "int"), ("seq_len", "tokens", "int"), ("max_requests_measured", "admitted", "int"),
+            ("device_usable_after", "device usable after freeing", "bool"), ("notes", "notes", "text")],
+            caption="Lengths that ended in an out-of-memory error (caught, freed, device checked)"),
+        caps_table=None if not caps else Table("pressure-capacity", caps, [
+            ("max_concurrency", "max concurrency", "num"), ("capacity_tokens", "KV capacity (tokens)", "int"),
+            ("seq_len", "tokens", "int"), ("run_id", "run", "int"), ("model", "model", "text"),
+            ("device_name", "device", "text"), ("max_requests_measured", "admitted", "int"),
+            ("stop_reason", "stopped by", "text"), ("bytes_per_request", "bytes / request", "bytes"),
+            ("formula_match", "= formula", "bool"), ("free_bytes", "free", "bytes"),
+            ("ceiling_bytes", "ceiling", "bytes"),
+            ("theoretical_max_requests", "theoretical max (free / request)", "int"),
+            ("ceiling_max_requests", "max under ceiling", "int"),
+            ("kv_over_weights", "KV admitted / weights", "ratio"),
+            ("requests_to_outweigh", "requests until KV > weights", "int"),
+            ("allocator_over_kv", "allocator Δ / KV", "ratio"),
+            ("prefill_overhead_bytes", "prefill transient", "bytes"), ("device_usable_after", "usable after", "bool")],
+            caption="Admitted requests, why the run stopped, and what the memory would hold",
+            csv=csv("kv_capacity_v3"), answer="max_concurrency"),
         caps=caps, charts=charts, older_runs=len(run_ids) - len(charts),
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),
-        oom_runs=[c for c in caps if c["stop_reason"] == "oom"],
-        claims=_claims.for_query(q, site, "claim_pressure"),  # the ledger's rows: one rule, one label
+        oom_runs=oom_runs,
+        claims=claims_table(for_query(q, site.runs, "claim_pressure"),  # the ledger's rows: one rule, one label
+                            "Concurrency claims of the earlier profiler (RTX 2070, 8 GB)", "pressure-claims"),
     )

@@ -35,8 +35,8 @@ claims AS (
                 naive_small, 100 * naive_small_roof, basis,
                 coalesce(printf('%.1f GB/s', batched_small), 'flagged above its roof (measurement error)'),
                 device_name) AS measured_value,
-         CASE WHEN NOT same_gpu THEN 'differs by hardware'
-              WHEN abs(naive_small / 19.2 - 1) <= 0.25 THEN 'confirmed' ELSE 'refuted' END AS verdict,
+         CASE WHEN NOT same_gpu THEN $differs_by_hardware
+              WHEN abs(naive_small / 19.2 - 1) <= 0.25 THEN $confirmed ELSE $refuted END AS verdict,
          CASE WHEN batched_small >= 1.5 * naive_small
               THEN printf('one launch instead of one per layer and tensor is %.1fx faster here: the small regime is launch-bound, as the seed said', batched_small / naive_small)
               ELSE 'batching the launches gains little at small sizes on this device: not launch-bound here' END AS reasoning
@@ -46,8 +46,8 @@ claims AS (
          printf('naive %.1f GB/s (%.0f%% of the %s), batched %s, over 10 MB and at least 4x the last-level cache on %s',
                 naive_large, 100 * naive_large_roof, basis,
                 coalesce(printf('%.1f GB/s', batched_large), 'flagged above its roof (measurement error)'), device_name),
-         CASE WHEN NOT same_gpu THEN 'differs by hardware'
-              WHEN abs(naive_large / 52.5 - 1) <= 0.25 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN NOT same_gpu THEN $differs_by_hardware
+              WHEN abs(naive_large / 52.5 - 1) <= 0.25 THEN $confirmed ELSE $refuted END,
          coalesce(printf('GB/s is a property of the device; large workloads run %.1fx the small ones with the naive method here (seed: 2.7x)',
                          naive_large / naive_small), 'GB/s is a property of the device')
   FROM g WHERE naive_large IS NOT NULL
@@ -59,10 +59,10 @@ claims AS (
                      ELSE printf('%.1f%% of peak, %.0f%% of the %s', 100 * batched_best_peak, 100 * batched_best_roof, basis) END,
                 naive_best),
          -- "differs by hardware" only for another GPU: on the seed's own card 14.9% is checked like any number.
-         CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5 THEN 'refuted'
-              WHEN same_gpu AND abs(batched_best_peak / 0.149 - 1) <= 0.25 THEN 'confirmed'
-              WHEN same_gpu THEN 'refuted'
-              ELSE 'differs by hardware' END,
+         CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5 THEN $refuted
+              WHEN same_gpu AND abs(batched_best_peak / 0.149 - 1) <= 0.25 THEN $confirmed
+              WHEN same_gpu THEN $refuted
+              ELSE $differs_by_hardware END,
          CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5
               THEN 'a single batched gather reaches over half of this device''s ceiling: 14.9% measured the seed''s kernel, not a limit of compaction'
               WHEN same_gpu AND abs(batched_best_peak / 0.149 - 1) <= 0.25
@@ -82,6 +82,6 @@ SELECT s.claim_id, 'profiler seed' AS source, s.claim, s.seed_value, 'RTX 2070 (
 FROM seed s JOIN claims c USING (claim_id)
 UNION ALL
 SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)', 'measurement', true, NULL::INTEGER, NULL,
-       'not measured', 'no run in this DB has compaction measurements of this size'
+       $not_measured, 'no run in this DB has compaction measurements of this size'
 FROM seed s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = s.claim_id)
 ORDER BY claim_id, run_id;

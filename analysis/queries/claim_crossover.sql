@@ -29,7 +29,7 @@ claims AS (
   SELECT 'crossover-gpt2-one-request' AS claim_id, 1 AS ord, run_id,
          format('{}: {:,} B weights ({:.2f} MiB) / {:,} B per token = {:,.1f} tokens', src, weight_bytes,
                 weight_bytes / 2 ^ 20, kv_bytes_per_token::BIGINT, crossover_tokens) AS measured_value,
-         CASE WHEN floor(crossover_tokens) = 6751 THEN 'confirmed' ELSE 'refuted' END AS verdict,
+         CASE WHEN floor(crossover_tokens) = 6751 THEN $confirmed ELSE $refuted END AS verdict,
          CASE WHEN floor(crossover_tokens) = 6751
               THEN format('{:,} parameters (tied embeddings once) x {} B over 2 x 12 x 12 x 64 x {} B; the seed''s 237 MB is MiB. It is past GPT-2''s {:,}-token context: one request never gets there',
                           parameters, dtype_bytes, dtype_bytes, max_positions)
@@ -40,7 +40,7 @@ claims AS (
   SELECT 'crossover-gpt2-16x512', 2, run_id,
          format('{}: 16 x 512 = 8,192 tokens = {:.2f}x the weights; KV passes them from {} requests of 512 tokens',
                 src, 8192 / crossover_tokens, floor(crossover_tokens / 512)::BIGINT + 1),
-         CASE WHEN 8192 > crossover_tokens THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN 8192 > crossover_tokens THEN $confirmed ELSE $refuted END,
          CASE WHEN 8192 > crossover_tokens AND floor(crossover_tokens / 512) + 1 < 16
               THEN format('true at 16, but 16 is not the threshold: {} requests of 512 tokens ({:,} tokens) already outweigh the weights',
                           floor(crossover_tokens / 512)::BIGINT + 1, (floor(crossover_tokens / 512)::BIGINT + 1) * 512)
@@ -53,7 +53,7 @@ claims AS (
          (SELECT string_agg(format('{} {} at batch 1, {} at 64', model,
                                    coalesce(format('{:,.0f} tokens', t1), 'never (sliding window caps the cache)'),
                                    coalesce(format('{:,.0f}', t64), 'never')), '; ' ORDER BY kv_bytes_per_token DESC, model) FROM l7f),
-         CASE WHEN abs(ln(t1 / 388)) > ln(2) OR t2 < t1 THEN 'refuted' ELSE 'confirmed' END,
+         CASE WHEN abs(ln(t1 / 388)) > ln(2) OR t2 < t1 THEN $refuted ELSE $confirmed END,
          format('MHA llama-2-7b: {:.1f} GB / {:,} B per token = {:,.0f} tokens for one request; per request it falls as 1/batch ({:,.0f} at batch 2), it does not grow x batch, and the whole batch always holds {:,.0f}. GQA llama-3.1-8b caches {} of {} heads: {:,.0f} tokens ({:.2f}x, with {:.2f}x the weights). 14e9 / 36,000 = {:,.0f}: 388 looks like GPT-2''s 36 KB/token applied to 7B weights with the thousands dropped',
                 weight_bytes / 1e9, kv_bytes_per_token::BIGINT, t1, t2, t1,
                 g_kv, g_heads, g_t1, g_t1 / t1, g_weights / weight_bytes, 14e9 / 36000)
@@ -63,7 +63,7 @@ claims AS (
   UNION ALL
   SELECT 'crossover-7b-388', 3, run_id,
          format('measured {}: {:,.0f} tokens at batch 1, {} at 64', model, t1, coalesce(format('{:,.0f}', t64), 'never')),
-         CASE WHEN t1 IS NULL OR abs(ln(t1 / 388)) > ln(2) OR t2 < t1 THEN 'refuted' ELSE 'confirmed' END,
+         CASE WHEN t1 IS NULL OR abs(ln(t1 / 388)) > ln(2) OR t2 < t1 THEN $refuted ELSE $confirmed END,
          format('{} KV heads of {}: {:,} B per token against {:.1f} GB of weights', n_kv_heads, n_heads,
                 kv_bytes_per_token::BIGINT, weight_bytes / 1e9)
   FROM l7 WHERE source = 'measured'
@@ -80,7 +80,7 @@ SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (
        'arithmetic' AS basis, true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
 FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
       UNION ALL
-      SELECT claim_id, ord, NULL, NULL, 'not measured', 'no crossover rows in this DB'
+      SELECT claim_id, ord, NULL, NULL, $not_measured, 'no crossover rows in this DB'
       FROM expected e WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = e.claim_id)) c
 JOIN text t USING (claim_id)
 ORDER BY c.ord, c.run_id NULLS FIRST;

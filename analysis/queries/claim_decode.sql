@@ -40,9 +40,9 @@ claims AS (
                 model, dtype, n_match, n) AS measured_value,
          -- Same rule as memory-gpt2-measured: the seed's 36 KiB confirmed only at GPT-2's shape and 2-byte
          -- elements; another model or dtype that still equals the formula differs as the formula predicts.
-         CASE WHEN n_match <> n THEN 'refuted'
-              WHEN model = 'gpt2' AND min_per_seq = 36864 AND max_per_seq = 36864 THEN 'confirmed'
-              ELSE 'expected' END AS verdict,
+         CASE WHEN n_match <> n THEN $refuted
+              WHEN model = 'gpt2' AND min_per_seq = 36864 AND max_per_seq = 36864 THEN $confirmed
+              ELSE $expected END AS verdict,
          CASE WHEN n_match = n AND model = 'gpt2' AND min_per_seq = 36864 AND max_per_seq = 36864
                 THEN 'growth read from the cache tensors is exactly 36,864 B (36 KiB) per sequence, as the formula says'
               WHEN n_match = n
@@ -57,8 +57,8 @@ claims AS (
                 device_name),
          -- Flat within 6% (the seed's 3.0%, doubled for timing noise) confirms it anywhere; a step that moves
          -- more "differs by hardware" on another GPU but refutes it on the seed's own RTX 2070.
-         CASE WHEN coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation) <= 0.06 THEN 'confirmed'
-              WHEN device_name ILIKE '%RTX 2070%' THEN 'refuted' ELSE 'differs by hardware' END,
+         CASE WHEN coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation) <= 0.06 THEN $confirmed
+              WHEN device_name ILIKE '%RTX 2070%' THEN $refuted ELSE $differs_by_hardware END,
          CASE WHEN coalesce(CASE WHEN n_in_64_512 >= 2 THEN variation_64_512 END, variation) <= 0.06
               THEN 'step cost is flat across prefixes here too: the prefix KV is small next to what else the step costs'
               ELSE 'step cost moves with the prefix on this device: attention over the cache is visible in the step' END
@@ -74,8 +74,8 @@ claims AS (
                      THEN printf('launch and host overhead %.0f%% of the eager call, ', 100 * host_overhead_share) ELSE '' END,
                 CASE WHEN max_batch > 1 THEN printf('batch %d costs %.2fx batch 1', max_batch, batch_scaling)
                      ELSE 'one batch size only' END),
-         CASE WHEN eager_over_roof OR (pct_of_roof >= 0.5 AND NOT eager_dram_sized) THEN 'not measured'
-              WHEN pct_of_roof >= 0.5 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN eager_over_roof OR (pct_of_roof >= 0.5 AND NOT eager_dram_sized) THEN $not_measured
+              WHEN pct_of_roof >= 0.5 THEN $confirmed ELSE $refuted END,
          CASE WHEN eager_over_roof THEN 'the eager step timed above 105% of its same-size read roof: flagged as a measurement error, not evidence'
               WHEN pct_of_roof >= 0.5 AND NOT eager_dram_sized
                 THEN 'the step''s bytes fit in 4x the last-level cache, so it reads from the cache: near its (equally cache-resident) roof, but that says nothing about DRAM bandwidth'
@@ -93,7 +93,7 @@ claims AS (
   FROM b1
   UNION ALL
   -- The claim's inference, judged without data: flatness over prefix cannot tell what bounds the step.
-  SELECT 'decode_bandwidth_bound', NULL::INTEGER, 'the inference "flat, therefore DRAM-bound"', 'unsupported',
+  SELECT 'decode_bandwidth_bound', NULL::INTEGER, 'the inference "flat, therefore DRAM-bound"', $unsupported,
          'a step cost that is flat over prefix length shows only that reading the prefix''s KV is small next to the rest of the step; a step bound by compute, by kernel launches or by streaming the weights is just as flat. Bandwidth-bound needs the step''s bytes over its time to come near the device''s bandwidth (the GPU run rows test that)'
 ),
 seed AS (
@@ -110,6 +110,6 @@ FROM seed s JOIN claims c USING (claim_id)
 UNION ALL
 SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)',
        CASE WHEN s.claim_id = 'decode_growth_per_step' THEN 'arithmetic' ELSE 'measurement' END, true, NULL::INTEGER, NULL,
-       'not measured', 'no run in this DB has decode step measurements'
+       $not_measured, 'no run in this DB has decode step measurements'
 FROM seed s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = s.claim_id)
 ORDER BY claim_id, run_id NULLS FIRST;

@@ -22,7 +22,7 @@ SELECT 'frag_retained_after_evict' AS claim_id, 'profiler seed' AS source,
               evicted_bytes / 1e6, reserved_bytes / 1e6, retained / 1e6, retained_ec / 1e6,
               CASE WHEN retained_exp IS NULL THEN 'expandable segments not measured'
                    ELSE printf('expandable segments: %.1f MB', retained_exp / 1e6) END) AS measured_value,
-       CASE WHEN retained >= 0.5 * evicted_bytes THEN 'confirmed' ELSE 'refuted' END AS verdict,
+       CASE WHEN retained >= 0.5 * evicted_bytes THEN $confirmed ELSE $refuted END AS verdict,
        CASE WHEN retained >= 0.5 * evicted_bytes
             THEN 'the caching allocator keeps evicted requests'' memory reserved for reuse; the exact MB depend on the workload'
             ELSE 'most of the evicted memory left the reserved pool on this device and torch' END AS reasoning
@@ -30,7 +30,7 @@ FROM e
 UNION ALL
 SELECT 'frag_retained_after_evict', 'profiler seed', 'After evicting 25MB of KV caches, allocator still reserves 131.7MB',
        '131.7 MB reserved after evicting 25 MB', 'RTX 2070 (GPT-2, float16)', 'measurement', true, NULL::INTEGER, NULL,
-       'not measured',
+       $not_measured,
        coalesce('skipped: ' || (SELECT reasons FROM skips), 'no run in this DB has fragmentation measurements')
 WHERE NOT EXISTS (SELECT 1 FROM e)
 ORDER BY run_id;

@@ -20,7 +20,7 @@ claims AS (
          format('seed bytes: 1289 us x 51.2 GB/s = {:.1f} MB; 903 us x 73.2 GB/s = {:.1f} MB', compact_bytes / 1e6, both_bytes / 1e6) AS measured_value,
          -- The seed's own figures disagree with its claim: "both" adds a decode's traffic yet carries the
          -- bytes of compaction alone (to the percent), and finishes sooner than compaction alone.
-         CASE WHEN abs(both_bytes / compact_bytes - 1) < 0.01 AND 903 < 1289 THEN 'inconsistent' ELSE 'not measured' END AS verdict,
+         CASE WHEN abs(both_bytes / compact_bytes - 1) < 0.01 AND 903 < 1289 THEN $inconsistent ELSE $not_measured END AS verdict,
          CASE WHEN abs(both_bytes / compact_bytes - 1) < 0.01
               THEN format('"both" carries {:.1f}% of compaction alone''s bytes, so the decode''s own traffic is missing from it, and it finished in {:.0f}% of compaction''s time alone, {:.0f}% under the sanity bound (work sharing one memory system cannot beat its longer part): most likely a timed region that did not cover both streams', 100 * both_bytes / compact_bytes, 100 * 903 / 1289, 100 * (1 - 903 / 1289))
               ELSE 'the seed''s figures carry different bytes' END AS reasoning
@@ -28,7 +28,7 @@ claims AS (
   UNION ALL
   SELECT 'interference-both-faster', 1, run_id,
          format('compact {} ms, decode {} ms, both {} ms ({})', sig3(compact_ms), sig3(decode_ms), sig3(both_ms), concurrency),
-         CASE WHEN violated THEN 'not measured' ELSE 'refuted' END,
+         CASE WHEN violated THEN $not_measured ELSE $refuted END,
          CASE WHEN violated THEN 'this run''s timing violates the sanity bound too: flagged, not evidence either way'
               WHEN both_ms >= compact_ms
                 THEN format('together {:.2f}x the longer part alone, {:.2f}x their sum: overlap hid {:.0f}% of the shorter part, but the pair is never faster than compaction alone',
@@ -43,8 +43,8 @@ claims AS (
   UNION ALL
   SELECT 'interference-compact-alone', 2, run_id,
          format('{} ms for {:.1f} MB moved = {:.1f} GB/s on {}', sig3(compact_ms), compact_bytes / 1e6, compact_gbs, device_name),
-         CASE WHEN NOT same_gpu THEN 'differs by hardware'
-              WHEN abs(compact_gbs / 51.2 - 1) <= 0.25 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN NOT same_gpu THEN $differs_by_hardware
+              WHEN abs(compact_gbs / 51.2 - 1) <= 0.25 THEN $confirmed ELSE $refuted END,
          'a compaction''s time and GB/s are properties of the device and the workload size; see the compaction page for the size sweep'
   FROM s
 ),
@@ -63,6 +63,6 @@ SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (
        true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
 FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
       UNION ALL
-      SELECT claim_id, ord, NULL, NULL, 'not measured', 'no interference measurements in this DB' FROM missing) c
+      SELECT claim_id, ord, NULL, NULL, $not_measured, 'no interference measurements in this DB' FROM missing) c
 JOIN text t USING (claim_id)
 ORDER BY c.ord, c.run_id NULLS FIRST;

@@ -54,9 +54,9 @@ claims AS (
          format('{:,} B/token measured; seed formula gives {}', measured_bpt::BIGINT,
                 CASE WHEN n_heads IS NULL THEN 'n/a (head count not recorded)'
                      ELSE format('{:,}', 2 * n_layers * n_heads * head_dim * dtype_bytes) END) AS measured_value,
-         CASE WHEN n_heads IS NULL THEN 'not measured'
-              WHEN measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes THEN 'confirmed'
-              ELSE 'refuted' END AS verdict,
+         CASE WHEN n_heads IS NULL THEN $not_measured
+              WHEN measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes THEN $confirmed
+              ELSE $refuted END AS verdict,
          CASE WHEN n_heads IS NULL THEN format('{} caches {} KV heads x {} dims x {} layers; its attention-head count is not in this DB, so the n_heads form cannot be checked', model, n_kv_heads, head_dim, n_layers)
               WHEN n_heads = n_kv_heads AND measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes
                 THEN format('{}: every attention head has its own K/V (n_heads = n_kv_heads = {}), so the formula holds exactly', model, n_heads)
@@ -68,29 +68,29 @@ claims AS (
   -- 2. The seed's GPT-2 arithmetic, checked exactly (KB there means 1,024 bytes).
   SELECT 'memory-gpt2-arithmetic', 2, NULL,
          format('2 x 12 x 12 x 64 x 2 = {:,} B = {} KiB', 2 * 12 * 12 * 64 * 2, (2 * 12 * 12 * 64 * 2) // 1024),
-         CASE WHEN 2 * 12 * 12 * 64 * 2 = 36 * 1024 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN 2 * 12 * 12 * 64 * 2 = 36 * 1024 THEN $confirmed ELSE $refuted END,
          'arithmetic, checked exactly: 36,864 bytes is 36 KiB (36.9 kB in SI units); needs no run'
   UNION ALL
   -- 3. GPT-2's measured cache at 2-byte elements (runs at other dtypes are scaled by element size).
   SELECT 'memory-gpt2-measured', 3, run_id,
          format('{:,} B/token at {}', measured_bpt::BIGINT, dtype),
-         CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024 THEN 'refuted'
-              WHEN dtype_bytes = 2 THEN 'confirmed' ELSE 'expected' END,
+         CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024 THEN $refuted
+              WHEN dtype_bytes = 2 THEN $confirmed ELSE $expected END,
          CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024
                 THEN format('measured {:,} B/token at {} bytes per element, not 36 KiB at 2', measured_bpt::BIGINT, dtype_bytes)
               WHEN dtype_bytes = 2 THEN 'the cache tensors of GPT-2 at 2 bytes per element hold exactly 36,864 B per token'
               ELSE format('{} uses {} bytes per element: {:,} B/token is 36 KiB x {}/2, as the formula predicts', dtype, dtype_bytes, measured_bpt::BIGINT, dtype_bytes) END
   FROM gpt2
   UNION ALL
-  SELECT 'memory-gpt2-measured', 3, NULL, NULL, 'not measured', 'no run of the gpt2 architecture in this DB'
+  SELECT 'memory-gpt2-measured', 3, NULL, NULL, $not_measured, 'no run of the gpt2 architecture in this DB'
   WHERE NOT EXISTS (SELECT 1 FROM gpt2)
   UNION ALL
   -- 4. "The same per-token size at ALL sequence lengths": a property of every full-attention model.
   SELECT 'memory-all-lengths', 4, s.run_id,
          CASE WHEN s.min_bpt = s.max_bpt THEN format('{:,} B/token at all {} shapes (seq {}-{})', s.min_bpt::BIGINT, s.n_shapes, s.min_seq, s.max_seq)
               ELSE format('{:,}-{:,} B/token over {} shapes (seq {}-{})', s.min_bpt::BIGINT, s.max_bpt::BIGINT, s.n_shapes, s.min_seq, s.max_seq) END,
-         CASE WHEN NOT s.all_match THEN 'refuted'
-              WHEN s.min_bpt = s.max_bpt THEN 'confirmed' ELSE 'expected' END,
+         CASE WHEN NOT s.all_match THEN $refuted
+              WHEN s.min_bpt = s.max_bpt THEN $confirmed ELSE $expected END,
          CASE WHEN NOT s.all_match THEN 'some shapes do not match the formula (see the memory page)'
               WHEN s.min_bpt = s.max_bpt THEN format('{}: the cache grows exactly linearly and matches the formula at every shape', r.model)
               ELSE format('{} has sliding-window layers: they keep a capped window, so bytes/token falls with length, exactly as the capped formula predicts', r.model) END
@@ -99,12 +99,12 @@ claims AS (
   -- 5. v1's allocator before/after delta vs v2's direct tensor measurement.
   SELECT 'memory-v1-vs-v2', 5, run_id,
          format('allocator delta = {}-{}x the cache right after prefill', round(min_ratio, 2), round(max_ratio, 2)),
-         CASE WHEN max_ratio > 1.0 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN max_ratio > 1.0 THEN $confirmed ELSE $refuted END,
          CASE WHEN max_ratio > 1.0 THEN 'the before/after delta also counts the live logits (batch x seq x vocab), so only the direct tensor sum is the cache'
               ELSE 'the allocator delta equals the cache on this run' END
   FROM allocator
   UNION ALL
-  SELECT 'memory-v1-vs-v2', 5, NULL, NULL, 'not measured',
+  SELECT 'memory-v1-vs-v2', 5, NULL, NULL, $not_measured,
          'needs the CUDA caching allocator (iteration 1); no run in this DB had one'
   WHERE NOT EXISTS (SELECT 1 FROM allocator)
 ),

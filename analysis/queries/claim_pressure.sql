@@ -19,13 +19,13 @@ claims AS (
   -- 1. 882 MB for 49 requests of 512 tokens: exact arithmetic, then each run's measured request size.
   SELECT 'pressure-49x512-bytes' AS claim_id, 1 AS ord, NULL::INTEGER AS run_id,
          format('49 x 512 x 36,864 B = {:,} B = {:.1f} MiB ({:.1f} MB)', 49 * bpr512, 49 * bpr512 / 2 ^ 20, 49 * bpr512 / 1e6) AS measured_value,
-         CASE WHEN 49 * bpr512 = 882 * 2 ^ 20 THEN 'confirmed' ELSE 'refuted' END AS verdict,
+         CASE WHEN 49 * bpr512 = 882 * 2 ^ 20 THEN $confirmed ELSE $refuted END AS verdict,
          'arithmetic, checked exactly: 882 is MiB (2^20 B); in SI units it is 924.8 MB' AS reasoning
   FROM seed_math
   UNION ALL
   SELECT 'pressure-49x512-bytes', 1, run_id,
          format('{:,} B per 512-token request at {} -> 49 requests = {:,} B at 2 B/element', bytes_per_request, dtype, 49 * bpr_16bit),
-         CASE WHEN 49 * bpr_16bit = 882 * 2 ^ 20 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN 49 * bpr_16bit = 882 * 2 ^ 20 THEN $confirmed ELSE $refuted END,
          CASE WHEN 49 * bpr_16bit = 882 * 2 ^ 20
               THEN format('the cache tensors of each admitted request hold exactly 18 MiB at 2 B/element{}', CASE WHEN dtype_bytes <> 2 THEN format(' ({} B/element here: {:.0f} MiB)', dtype_bytes, 49 * bytes_per_request / 2 ^ 20) ELSE '' END)
               ELSE format('measured {:,} B per request, not 18 MiB', bpr_16bit) END
@@ -35,11 +35,11 @@ claims AS (
   SELECT 'pressure-49-fit', 2, run_id,
          format('{} admitted ({}) on {}; ceiling allows {:,}, all free memory {:,}', max_requests_measured, stop_reason,
                 device_name, ceiling_max_requests, theoretical_max_requests),
-         CASE WHEN stop_reason = 'oom' AND max_requests_measured < 49 THEN 'refuted'
-              WHEN max_requests_measured >= 49 THEN 'expected'
-              WHEN device_kind <> 'cuda' THEN 'not measured'
-              WHEN ceiling_max_requests >= 49 THEN 'expected'
-              ELSE 'differs by hardware' END,
+         CASE WHEN stop_reason = 'oom' AND max_requests_measured < 49 THEN $refuted
+              WHEN max_requests_measured >= 49 THEN $expected
+              WHEN device_kind <> 'cuda' THEN $not_measured
+              WHEN ceiling_max_requests >= 49 THEN $expected
+              ELSE $differs_by_hardware END,
          CASE WHEN stop_reason = 'oom' AND max_requests_measured < 49 THEN 'this device ran out of memory before 49 requests'
               WHEN max_requests_measured >= 49 THEN format('49 requests fit here without an OOM, as they must: they are {:.0f}% of the memory ceiling; the "+" is where the seed''s loop stopped, not a limit', 100 * 49 * bytes_per_request / ceiling_bytes)
               WHEN device_kind <> 'cuda' THEN format('CPU run: its {:.2f} GiB ceiling is a safety limit, not a device''s memory, and it stopped at its {} after {} requests', ceiling_bytes / 2 ^ 30, CASE stop_reason WHEN 'cap' THEN 'request cap' WHEN 'time' THEN 'time budget' ELSE stop_reason END, max_requests_measured)
@@ -50,7 +50,7 @@ claims AS (
   -- 3. "3.7x model size": KV of 49 requests / weights, both in the run's dtype.
   SELECT 'pressure-kv-vs-model', 3, run_id,
          format('49 x {:,} B / {:,} B weights = {:.2f}x', bytes_per_request, weight_bytes, 49 * bytes_per_request / weight_bytes),
-         CASE WHEN round(49 * bytes_per_request / weight_bytes, 1) = 3.7 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN round(49 * bytes_per_request / weight_bytes, 1) = 3.7 THEN $confirmed ELSE $refuted END,
          format('weights and cache in the same dtype ({}); KV passes the weights from request {} on', dtype, weight_bytes // bytes_per_request + 1)
   FROM g512
   UNION ALL
@@ -58,7 +58,7 @@ claims AS (
   SELECT 'pressure-theoretical-max', 4, NULL,
          format('7.5 GiB / 18 MiB = {}; 7.5 GB (SI) / 18 MiB = {}; 414 needs {:.2f} GiB free', max_gib, max_gb, free_for_414 / 2 ^ 30),
          -- Its own numbers, not a measurement, disagree: inconsistent, with the size of the gap.
-         CASE WHEN 414 IN (max_gib, max_gb) THEN 'confirmed' ELSE 'inconsistent' END,
+         CASE WHEN 414 IN (max_gib, max_gb) THEN $confirmed ELSE $inconsistent END,
          CASE WHEN 414 IN (max_gib, max_gb) THEN '414 follows from 7.5 GB / 18 MiB'
               ELSE format('the seed''s own figures disagree: 414 does not follow from its 7.5 GB in either unit ({:+.1f}% / {:+.1f}%); it implies {:,.0f} MiB free. 828 {} 2 x 414 (256-token requests are half the size)',
                           100 * (414 / max_gib - 1), 100 * (414 / max_gb - 1), free_for_414 / 2 ^ 20,
@@ -69,8 +69,8 @@ claims AS (
          format('{:,} x 512 and {} x 256 from {:,.1f} GiB free on {}', a.theoretical_max_requests,
                 coalesce(format('{:,}', b.theoretical_max_requests), 'n/a'), a.free_bytes / 2 ^ 30, a.device_name),
          CASE WHEN abs(a.free_bytes / 2 ^ 30 - 7.5) <= 0.25 AND a.dtype_bytes = 2
-              THEN CASE WHEN a.theoretical_max_requests = 414 THEN 'confirmed' ELSE 'refuted' END
-              ELSE 'differs by hardware' END,
+              THEN CASE WHEN a.theoretical_max_requests = 414 THEN $confirmed ELSE $refuted END
+              ELSE $differs_by_hardware END,
          format('free memory / measured request size; {}', CASE WHEN b.run_id IS NULL THEN 'no 256-token length in this run'
               ELSE format('256 tokens hold {:.2f}x as many (2x expected: half the bytes per request)', b.theoretical_max_requests / a.theoretical_max_requests) END)
   FROM g512 a LEFT JOIN g256 b USING (run_id)
@@ -96,7 +96,7 @@ SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 8
        true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
 FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
       UNION ALL
-      SELECT claim_id, ord, NULL, NULL, 'not measured',
+      SELECT claim_id, ord, NULL, NULL, $not_measured,
              'no gpt2 run in this DB measured 512-token requests (--quick sweeps stop at 128 tokens)' FROM missing) c
 JOIN text t USING (claim_id)
 ORDER BY c.ord, c.run_id NULLS FIRST;

@@ -90,46 +90,46 @@ claims AS (
   SELECT 'token-kv-constant' AS claim_id, 1 AS ord, run_id,
          format('{:,} B/token measured ({}, {}) = {:,} B/token at 16-bit: {:.1f}x the constant',
                 measured_bpt::BIGINT, model, dtype, (measured_bpt * 2 / b)::BIGINT, measured_bpt * 2 / b / 1500) AS measured_value,
-         CASE WHEN measured_bpt * 2 / b BETWEEN 750 AND 3000 THEN 'confirmed' ELSE 'refuted' END AS verdict,
+         CASE WHEN measured_bpt * 2 / b BETWEEN 750 AND 3000 THEN $confirmed ELSE $refuted END AS verdict,
          format('one constant cannot price every model: {} caches 2 x layers x KV heads x head dim x element bytes per token, measured from its cache tensors', model) AS reasoning
   FROM bpt
   UNION ALL
-  SELECT 'token-kv-constant', 1, NULL, NULL, 'not measured',
+  SELECT 'token-kv-constant', 1, NULL, NULL, $not_measured,
          'no run of a real architecture in this DB (the tiny test models do not count); by the formula GPT-2 at 16-bit holds 2 x 12 x 12 x 64 x 2 = 36,864 B/token, 24.6x the constant'
   WHERE NOT EXISTS (SELECT 1 FROM bpt)
   UNION ALL
   -- 2. The three sessions' ratios: arithmetic the audit redoes from the same token counts.
   SELECT 'token-ratios-' || session_id, 2 + ord, run_id,
          format('PCER {:.2f}%, SPOR {:.2f}%', 100 * pcer, 100 * spor),
-         CASE WHEN round(100 * pcer, 2) = seed_pcer_pct AND round(100 * spor, 2) = seed_spor_pct THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN round(100 * pcer, 2) = seed_pcer_pct AND round(100 * spor, 2) = seed_spor_pct THEN $confirmed ELSE $refuted END,
          CASE WHEN round(100 * pcer, 2) = seed_pcer_pct AND round(100 * spor, 2) = seed_spor_pct
               THEN 'same token counts, same definitions: the ratios are arithmetic and reproduce exactly'
               ELSE 'the audit computes a different ratio from the same counts' END
   FROM demo
   UNION ALL
-  SELECT 'token-ratios-' || session_id, 2 + ord, NULL, NULL, 'not measured', 'no demo audit in this DB (run `kvreport run`)'
+  SELECT 'token-ratios-' || session_id, 2 + ord, NULL, NULL, $not_measured, 'no demo audit in this DB (run `kvreport run`)'
   FROM seed WHERE NOT EXISTS (SELECT 1 FROM demo)
   UNION ALL
   -- 3. Their KV footprints and the 15 MB guardrail, priced in real bytes.
   SELECT 'token-kv-guardrail', 6, run_id,
          format('{} MB at {:,} B/token ({} at 16-bit; this run used {}); over {:.0f} MB: {}', kv_mb, bpt16::BIGINT, model, dtype,
                 kv_max_bytes / 1e6, coalesce(kv_flagged, 'none')),
-         CASE WHEN kv_same THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN kv_same THEN $confirmed ELSE $refuted END,
          CASE WHEN kv_same THEN 'the same sessions cross the guardrail at this model''s 16-bit bytes per token'
               ELSE format('priced at the deployment dtype (16-bit), {:,} B/token crosses a 15 MB guardrail at {:,} tokens, not the article''s 10,000: which sessions it flags follows from the 1,500 B/token constant, so set the threshold per model', bpt16::BIGINT, (kv_max_bytes / bpt16)::BIGINT) END
   FROM demo_runs WHERE NOT is_toy
   UNION ALL
-  SELECT 'token-kv-guardrail', 6, NULL, NULL, 'not measured', 'no demo audit of a real architecture in this DB (run `kvreport run`; the tiny test models do not count)'
+  SELECT 'token-kv-guardrail', 6, NULL, NULL, $not_measured, 'no demo audit of a real architecture in this DB (run `kvreport run`; the tiny test models do not count)'
   WHERE NOT EXISTS (SELECT 1 FROM demo_runs WHERE NOT is_toy)
   UNION ALL
   SELECT 'token-spor-guardrail', 7, run_id,
          format('over SPOR {}: {}', spor_max, coalesce(spor_flagged, 'none')),
-         CASE WHEN spor_same THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN spor_same THEN $confirmed ELSE $refuted END,
          CASE WHEN spor_same THEN 'SPOR does not depend on the model: the same two sessions are mostly system prompt'
               ELSE 'a different set of sessions crosses the SPOR guardrail' END
   FROM demo_runs
   UNION ALL
-  SELECT 'token-spor-guardrail', 7, NULL, NULL, 'not measured', 'no demo audit in this DB (run `kvreport run`)'
+  SELECT 'token-spor-guardrail', 7, NULL, NULL, $not_measured, 'no demo audit in this DB (run `kvreport run`)'
   WHERE NOT EXISTS (SELECT 1 FROM demo_runs)
   UNION ALL
   -- 4. Prefix caching cuts input computation (measured on the model).
@@ -137,15 +137,15 @@ claims AS (
          format('turn {}: {} of {} prompt tokens computed with the session prefix reused, {:.1f} ms vs {:.1f} ms recomputing ({:.0f}% less){}',
                 turn, reuse_tokens, full_tokens, reuse_ms, full_ms, 100 * (1 - reuse_ms / full_ms),
                 CASE WHEN exact THEN '; logits match the recompute' ELSE '; LOGITS DIFFER' END),
-         CASE WHEN NOT exact OR reuse_ms >= full_ms THEN 'refuted'
-              WHEN reuse_p75 < full_p25 THEN 'confirmed' ELSE 'expected' END,
+         CASE WHEN NOT exact OR reuse_ms >= full_ms THEN $refuted
+              WHEN reuse_p75 < full_p25 THEN $confirmed ELSE $expected END,
          CASE WHEN NOT exact THEN 'reusing the cached prefix changed the output: the reuse is not exact'
               WHEN reuse_ms >= full_ms THEN 'reusing the prefix was not faster here'
               WHEN reuse_p75 < full_p25 THEN 'only the new tokens are prefilled; the output is unchanged, and the time ranges (p25-p75) do not overlap'
               ELSE 'fewer tokens computed, but the timings overlap within their spread on this device' END
   FROM reuse
   UNION ALL
-  SELECT 'token-prefix-compute', 8, NULL, NULL, 'not measured', 'no prefix_reuse run in this DB'
+  SELECT 'token-prefix-compute', 8, NULL, NULL, $not_measured, 'no prefix_reuse run in this DB'
   WHERE NOT EXISTS (SELECT 1 FROM reuse)
   UNION ALL
   -- 5. "55% reduction in API bills": each audit's own calls priced (genai-prices or --prices) with a stable,
@@ -156,14 +156,14 @@ claims AS (
                 100 * whatif_stable_pcer, 100 * achievable_saving,
                 CASE WHEN actual_saving < 0 THEN format('{:.0f}% higher', -100 * actual_saving)
                      ELSE format('{:.0f}% lower', 100 * actual_saving) END, whatif_calls, price_snapshot_date),
-         CASE WHEN is_demo THEN 'not measured' WHEN stable_saving >= 0.55 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN is_demo THEN $not_measured WHEN stable_saving >= 0.55 THEN $confirmed ELSE $refuted END,
          CASE WHEN is_demo
               THEN 'synthetic demo traffic (a simulated provider''s cache): it shows the method, not a real bill; audit real logs with message content and --tokenizer for an answer'
               WHEN stable_saving >= 0.55 THEN 'on this traffic a stable prompt prefix, served from the provider''s cache, cuts the priced bill by at least the article''s 55%'
               ELSE 'the saving is capped by the input share of the bill and the cache-read discount (and cache writes cost extra on Anthropic): this traffic saves less than 55%' END
   FROM bill
   UNION ALL
-  SELECT 'token-api-bill', 9, NULL, NULL, 'not measured',
+  SELECT 'token-api-bill', 9, NULL, NULL, $not_measured,
          'no priced audit with logged prompts in this DB: the what-if needs request messages in the log and --tokenizer (kvreport audit LOGS --tokenizer ...)'
   WHERE NOT EXISTS (SELECT 1 FROM bill)
   UNION ALL
@@ -171,13 +171,13 @@ claims AS (
   SELECT 'token-evict-frees', 10, run_id,
          format('dropping {} of {} sessions freed {:,} B of {:,} B{}', disconnected_held, sessions_held, freed_bytes,
                 kv_bytes_held, CASE WHEN allocator_freed_bytes IS NOT NULL THEN format('; the CUDA allocator''s live bytes fell by {:,} B', allocator_freed_bytes) ELSE '' END),
-         CASE WHEN freed_bytes > 0 AND (allocator_freed_bytes IS NULL OR allocator_freed_bytes >= freed_bytes) THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN freed_bytes > 0 AND (allocator_freed_bytes IS NULL OR allocator_freed_bytes >= freed_bytes) THEN $confirmed ELSE $refuted END,
          CASE WHEN allocator_freed_bytes IS NULL THEN 'the evicted caches'' tensor bytes are released (on the CPU there is no allocator counter to cross-check)'
               WHEN allocator_freed_bytes >= freed_bytes THEN 'the allocator gets back at least the evicted caches'' bytes, ready for new sessions'
               ELSE 'the allocator got back less than the evicted caches held' END
   FROM evict
   UNION ALL
-  SELECT 'token-evict-frees', 10, NULL, NULL, 'not measured', 'no prefix_reuse run in this DB'
+  SELECT 'token-evict-frees', 10, NULL, NULL, $not_measured, 'no prefix_reuse run in this DB'
   WHERE NOT EXISTS (SELECT 1 FROM evict)
   UNION ALL
   -- 7. "Double host capacity": what evicting at the idle timeout buys in each audited workload.
@@ -187,13 +187,13 @@ claims AS (
                 CASE WHEN freed_cost_usd IS NOT NULL
                      THEN format('; frees ${:,.2f} of GPU memory time at ${:g}/GPU-hour', freed_cost_usd, gpu_hour_price_usd)
                      ELSE '' END),
-         CASE WHEN is_demo THEN 'not measured' WHEN capacity_multiplier >= 2 THEN 'confirmed' ELSE 'refuted' END,
+         CASE WHEN is_demo THEN $not_measured WHEN capacity_multiplier >= 2 THEN $confirmed ELSE $refuted END,
          CASE WHEN is_demo
               THEN 'synthetic demo traffic: its idle share is the generator''s choice, not a measurement; the gain is 1 / (1 - idle share of KV byte-seconds), so audit real logs (kvreport audit) for an answer'
               ELSE 'the gain is 1 / (1 - idle share of KV byte-seconds): doubling needs half the held KV to be idle' END
   FROM ttl
   UNION ALL
-  SELECT 'token-double-capacity', 11, NULL, NULL, 'not measured', 'no audit with timestamps in this DB'
+  SELECT 'token-double-capacity', 11, NULL, NULL, $not_measured, 'no audit with timestamps in this DB'
   WHERE NOT EXISTS (SELECT 1 FROM ttl)
 ),
 text AS (

@@ -19,7 +19,7 @@ from .build import build_site
 from .discover import page_modules
 from .formats import slugify
 from .links import check_links
-from .spec import BuildError, PageSpec, SiteInfo
+from .spec import BuildError, Download, PageSpec, SiteInfo, Table
 
-__all__ = ["BuildError", "PageSpec", "SiteInfo", "build_site", "check_links", "page_modules",
+__all__ = ["BuildError", "Download", "PageSpec", "SiteInfo", "Table", "build_site", "check_links", "page_modules",
            "slugify"]

@@ -3,25 +3,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..queries import Queries
-from .discover import page_modules
-from .export import ShownCsvs, copy_assets, export_tables
+from kvreport.runner.core.store import Store, connect, is_damage, shown
+
+from ..queries import QUERY_DIR, Queries
+from .discover import in_order, page_modules
+from .export import ShownCsvs, copy_assets, downloads_in, export_tables
 from .links import check_links
-from .render import environment, pending_pages, render_page
+from .render import environment, page_context, pending_pages, render_page
 from .source import current_db
 from .spec import BuildError, SiteInfo
 from .swap import check_out, staging, swap_in
 
 
-def build_site(db: Path, out: Path) -> list[str]:
+def build_site(db: Path, out: Path, pages=None, queries=QUERY_DIR) -> list[str]:
     """Render every page of the DB into `out`; returns the page file names. Atomic: on any error `out`
-    keeps its previous contents."""
-    from kvreport.runner.core.store import is_damage, shown
-
+    keeps its previous contents. `pages`: the page modules (default: every one in analysis/pages/);
+    `queries`: the folder of named queries (default: analysis/queries/)."""
     db, out = Path(db), Path(out)
     check_out(out)  # before anything is read: a folder that is not ours is never written
+    mods = page_modules() if pages is None else in_order(pages)
     try:
-        return _build(db, out)
+        return _build(db, out, mods, queries)
     except Exception as exc:  # noqa: BLE001 - a damaged block shows only when a query reads it
         if not is_damage(exc):
             raise
@@ -29,9 +31,7 @@ def build_site(db: Path, out: Path) -> list[str]:
                          f"{out} was not changed") from None
 
 
-def _build(db: Path, out: Path) -> list[str]:
-    from kvreport.runner.core.store import Store, connect
-
+def _build(db: Path, out: Path, mods, queries) -> list[str]:
     with Store(db, read_only=True, allow_older=True) as store:
         file_schema = store.schema_version()
     with current_db(db) as path:
@@ -43,11 +43,11 @@ def _build(db: Path, out: Path) -> list[str]:
             raise BuildError(f"{db}: the DB holds no runs yet; run `kvreport run --db {db}` first")
         with staging(out) as tmp:
             site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
-                            shown=ShownCsvs(), file_schema=file_schema, schema=schema)
+                            file_schema=file_schema, schema=schema)
             copy_assets(tmp)
             con = connect(path, read_only=True)
             try:
-                written = _render_all(con, tmp, site)
+                written = _render_all(con, tmp, site, mods, queries)
             finally:
                 con.close()
             check_links(tmp, written)
@@ -55,20 +55,20 @@ def _build(db: Path, out: Path) -> list[str]:
     return written
 
 
-def _render_all(con, tmp: Path, site: SiteInfo) -> list[str]:
-    mods = page_modules()
+def _render_all(con, tmp: Path, site: SiteInfo, mods, queries) -> list[str]:
     site.pages = [m.PAGE for m in mods]
-    shown = site.shown
+    shown = ShownCsvs()
     env = environment()
-    env.globals["shown_csv"] = shown.add
-    env.globals["auto_csv_name"] = shown.auto_name
-    q = Queries(con)
+    q = Queries(con, queries)
     site.runs = q("runs")
     site.pending = pending_pages(mods, q, site)
     written = []
     for mod in mods:
-        shown.page = mod.PAGE.slug
-        (tmp / f"{mod.PAGE.slug}.html").write_text(render_page(env, mod, q, site), encoding="utf-8")
-        written.append(f"{mod.PAGE.slug}.html")
+        slug = mod.PAGE.slug
+        ctx = page_context(mod, q, site)
+        for download in downloads_in(ctx):  # the page module declares them; templates only link them
+            shown.add(slug, download)
+        (tmp / f"{slug}.html").write_text(render_page(env, mod, ctx, q, site), encoding="utf-8")
+        written.append(f"{slug}.html")
     shown.write(tmp, site.csv_files)
     return written

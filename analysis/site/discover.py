@@ -4,12 +4,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from .. import pages
 from .spec import BuildError
 
 
 def page_modules():
-    from .. import pages
-
+    """The page modules of analysis/pages/, in navigation order."""
     mods = []
     for info in pkgutil.iter_modules(pages.__path__):
         if info.name.startswith("_"):
@@ -17,6 +17,11 @@ def page_modules():
         mod = importlib.import_module(f"{pages.__name__}.{info.name}")
         if hasattr(mod, "PAGE"):
             mods.append(mod)
+    return in_order(mods)
+
+
+def in_order(mods):
+    """Page modules in navigation order; two pages with one slug are an error."""
     slugs = [m.PAGE.slug for m in mods]
     dup = sorted({s for s in slugs if slugs.count(s) > 1})
     if dup:

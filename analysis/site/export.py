@@ -3,6 +3,7 @@ table shows, and the static assets. One fixed text form per value, so the same D
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as _dt
 import io
 import math
@@ -12,12 +13,11 @@ from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
-from kvreport.runner.core.store import csv_safe_text
+from kvreport.runner.core.store import Store, csv_safe_text
 
-from .formats import slugify
-from .spec import BuildError
+from .. import charts  # the module, not its names: charts imports this package's formats and spec
+from .spec import DATA_DIR, BuildError, Download, Table
 
-DATA_DIR = "data"
 DB_NAME = "kvreport.duckdb"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
@@ -52,30 +52,38 @@ def rows_to_csv(rows: list[dict], columns: list[str] | None = None) -> str:
     return buf.getvalue()
 
 
+def downloads_in(value) -> list[Download]:
+    """Every download a page's context declares, in field order: its Download values, the rows of each Table
+    and the points of each Chart with points, found in fields, lists, tuples and dict values at any depth
+    (query rows hold only plain values and are not searched)."""
+    if isinstance(value, Download):
+        return [value]
+    if isinstance(value, (Table, charts.Chart)):
+        return [value.download] if value.download is not None else []
+    if isinstance(value, dict):
+        return [d for v in value.values() for d in downloads_in(v)]
+    if isinstance(value, (list, tuple)):
+        return [d for v in value for d in downloads_in(v)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [d for f in dataclasses.fields(value) for d in downloads_in(getattr(value, f.name))]
+    return []
+
+
 class ShownCsvs:
-    """data/<name>.csv for every chart and table on the pages, filled while the pages render."""
+    """data/<name>.csv for every chart and table on the pages: the downloads each page's context declares."""
 
     def __init__(self):
         self.files: dict[str, str] = {}  # name -> CSV text
-        self.page: str = ""
-        self._auto: dict[str, int] = {}
 
-    def add(self, name: str, rows: list[dict], columns: list[str] | None = None) -> str:
+    def add(self, page: str, download: Download) -> None:
+        name = download.name
         if not _NAME.match(name or ""):
-            raise BuildError(f"{self.page or 'site'}: CSV name {name!r} must be letters, digits, '-' or '_'")
-        text = rows_to_csv(rows, columns)
+            raise BuildError(f"{page}.html: CSV name {name!r} must be letters, digits, '-' or '_'")
+        text = rows_to_csv(download.rows, download.columns)
         if self.files.get(name, text) != text:
-            raise BuildError(f"{self.page}.html: two different tables or charts both named {name!r}; "
+            raise BuildError(f"{page}.html: two different tables or charts both named {name!r}; "
                              "give one of them another id")
         self.files[name] = text
-        return f"{DATA_DIR}/{name}.csv"
-
-    def auto_name(self, hint: str = "") -> str:
-        """A stable name for a table without an id: <page>-<caption slug>, numbered if repeated."""
-        base = f"{self.page}-table" + (f"-{slugify(hint)}" if slugify(hint) else "")
-        n = self._auto.get(base, 0) + 1
-        self._auto[base] = n
-        return base if n == 1 else f"{base}-{n}"
 
     def write(self, out: Path, table_csvs: dict[str, str]) -> None:
         for name in sorted(self.files):
@@ -88,8 +96,6 @@ def export_tables(db: Path, current: Path, out: Path) -> dict[str, str]:
     """The DB file `db` as given, and every table of `current` (`db` at the current schema) as CSV and
     Parquet, under out/data/; returns table -> CSV link. The file is published unchanged because a
     migrated copy is not byte-identical from one build to the next; kvreport migrates it on opening."""
-    from kvreport.runner.core.store import Store
-
     data = out / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(db, data / DB_NAME)

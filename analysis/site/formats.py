@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-UNIT_POLICY = ("Memory in binary units (1 KiB = 1,024 B, 1 MiB = 2^20 B, 1 GiB = 2^30 B); bandwidth in decimal "
-               "GB/s (10^9 B/s); shares as percentages of a named denominator; ratios as 3.9×.")
+# The policy is said to readers once, in the footer of templates/base.html.
 
 
 def slugify(text: str) -> str:

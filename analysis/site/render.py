@@ -9,7 +9,9 @@ import jinja2
 
 from kvreport.runner.core.errors import UserError
 
-from ..charts import Chart
+from .. import charts  # the module, not its names: charts imports this package's formats
+from ..headlines import headlines, page_slug
+from ..verdicts import Change, Verdict
 from .formats import FILTERS
 from .spec import BuildError, SiteInfo
 
@@ -25,6 +27,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.globals["table_layout"] = table_layout
+    env.globals.update(Verdict=Verdict, Change=Change)  # the verdict words, defined once (analysis/verdicts.py)
     env.filters["chart_column"] = lambda name: (name, str(name).replace("_", " "), "auto")  # a chart's data table: raw names, auto format
     return env
 
@@ -91,7 +94,7 @@ def page_context(mod, q, site: SiteInfo):
 
 def draws_charts(value) -> bool:
     """True when a context holds a chart with points: only such a page loads plotly.min.js (3.5 MB)."""
-    if isinstance(value, Chart):
+    if isinstance(value, charts.Chart):
         return not value.empty
     if isinstance(value, dict):
         return any(draws_charts(v) for v in value.values())
@@ -128,10 +131,7 @@ MAX_ANSWERS = 3
 def page_answers(q, site: SiteInfo, slug: str) -> list[dict]:
     """The headline rows (analysis/queries/headline_*.sql) whose evidence is this page, newest run first and
     one per run: each page opens with them, a number and a sentence. Demonstrations come after findings."""
-    if site.headlines is None:
-        site.headlines = q.union("headline_", ["run_id", "finding", "value", "unit", "page"])
-    cache = site.headlines
-    mine = [h for h in cache if (h["page"] or "").split("#")[0].removesuffix(".html") == slug]
+    mine = [h for h in headlines(q, site.run_ids, site.page_order()) if page_slug(h) == slug]
     mine.sort(key=lambda h: (bool(h.get("demonstration")), -(h["run_id"] or 0)))
     seen, out = set(), []
     for h in mine:
@@ -142,8 +142,9 @@ def page_answers(q, site: SiteInfo, slug: str) -> list[dict]:
     return out[:MAX_ANSWERS]
 
 
-def render_page(env, mod, q, site: SiteInfo) -> str:
-    ctx = page_context(mod, q, site)
+def render_page(env, mod, ctx, q, site: SiteInfo) -> str:
+    """The page's HTML from its context (page_context). Rendering writes nothing: the context's downloads are
+    the builder's to write."""
     # Top-level fields only (not dataclasses.asdict, which would copy every nested row).
     fields = {f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)}
     slug = mod.PAGE.slug

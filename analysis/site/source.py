@@ -6,11 +6,11 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
+from kvreport.runner.core.store import current_schema_copy
+
 
 @contextlib.contextmanager
 def current_db(db: Path) -> Iterator[Path]:
     """The path of `db` at the current schema (a migrated temporary copy for an older file)."""
-    from kvreport.runner.core.store import current_schema_copy
-
     with current_schema_copy(db) as path:
         yield Path(path)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from ..core.store import Store, current_schema_copy
+
 
 def export(
     db: Annotated[Path, typer.Option(help="DuckDB file written by `kvreport run`.")] = Path("kvreport.duckdb"),
@@ -13,8 +15,6 @@ def export(
     format: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "csv",
 ):
     """Write one file per table (kv_memory.csv, kv_memory_v2.csv, kv_per_layer.csv, ...)."""
-    from ..core.store import Store, current_schema_copy
-
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
         for path in store.export_tables(out, format):
             typer.echo(str(path))

@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
+from ..core.errors import UserError
+from ..core.store import SCHEMA_VERSION, Store
+
 
 def migrate(db: Annotated[Path, typer.Argument(help="DuckDB file to upgrade.")]):
     """Upgrade DB to the current schema in one transaction, keeping a backup copy of the old file."""
-    from ..core.errors import UserError
-    from ..core.store import SCHEMA_VERSION, Store
-
     if not db.exists():
         raise UserError(f"{db}: no such DB file")
     with Store(db) as store:

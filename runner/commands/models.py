@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from ..core.errors import UserError
+from ..core.model_facts import (BLOCK_TOKENS, DTYPE_BYTES, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES,
+                                ModelFactsError, builtin_names, load)
 
 DEFAULT_SEQS = "4096,32768,131072"
 GIB = 2**30
@@ -24,8 +26,6 @@ def _seqs(text: str) -> list[int]:
 
 def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str | None = None) -> dict:
     """The JSON record of one model (the keys issue 24 names, plus the detail behind them)."""
-    from ..core.model_facts import BLOCK_TOKENS, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
-
     out = {
         "name": facts.name,
         "source": facts.source,
@@ -108,8 +108,6 @@ def models(
         "checkpoint.", show_default=False)] = None,
 ):
     """What each model's KV cache costs per request, from its config alone (no torch, nothing downloaded)."""
-    from ..core.model_facts import DTYPE_BYTES, ModelFactsError, builtin_names, load
-
     seqs = _seqs(seq)
     if dtype not in DTYPE_BYTES:
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")

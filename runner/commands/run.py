@@ -1,6 +1,7 @@
 """`kvreport run`: load a model, run the selected experiments, store everything in the DuckDB file."""
 from __future__ import annotations
 
+import datetime as dt
 import time
 from pathlib import Path
 from typing import Annotated
@@ -8,10 +9,15 @@ from typing import Annotated
 import typer
 
 from ..core.errors import UserError, describe_exception
+from ..core.store import Store
+
+# The measuring code (runner/measure: torch, transformers) is imported inside the functions below, never at the
+# top: the CLI imports this module to register `run`, and every other command must start without torch
+# (tests/test_layers.py). This command is the only one that reaches it.
 
 
 def parse_iterations(spec: str) -> list[str]:
-    from ..measure.experiments import ITERATIONS
+    from ..measure.experiments import ITERATIONS  # measuring code: see the note at the top
 
     items = [s.strip() for s in spec.split(",") if s.strip()]
     bad = [s for s in items if s not in ITERATIONS]
@@ -24,17 +30,17 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
             echo=typer.echo, label: str | None = None, only: list[str] | None = None,
             failed: list[tuple[str, str]] | None = None) -> int:
     """The whole run; returns the run_id. Separate from the typer function so tests can call it.
-    `failed`, when given, receives (experiment, reason) for every experiment that failed (not skipped)."""
-    import torch
+    `failed`, when given, receives (experiment, reason) for every experiment that failed (not skipped).
+    SIGTERM is not handled here: main() turns it into an interrupt around the whole command, and a test or
+    program calling this directly keeps its own handler."""
+    import torch  # measuring code: see the note at the top
 
     from ..measure.devices import dtype_name, resolve_device, resolve_dtype
     from ..measure.environment import collect
     from ..measure.experiments import RunContext, Skip, registry
     from ..measure.models import REPLICA_EXPERIMENTS, load_config, load_model, replica_skip_reason
     from ..measure.probes import device_state
-    from ..core.store import Store
 
-    _sigterm_as_interrupt()
     known = [e.name for e in registry()]
     unknown = [n for n in (only or []) if n not in known]
     if unknown:
@@ -117,28 +123,14 @@ def execute(model: str, device: str, dtype: str, iterations: list[str], quick: b
 
 def _state_rows(experiment: str, before, device) -> dict:
     """device_state rows read before and after an experiment (issue 11): empty where NVML is absent."""
-    from ..measure.probes import device_state
+    from ..measure.probes import device_state  # measuring code: see the note at the top
 
     rows = [s.row(experiment, moment) for moment, s in (("before", before), ("after", device_state(device)))
             if s is not None]
     return {"device_state": rows} if rows else {}
 
 
-def _sigterm_as_interrupt() -> None:
-    """A `kill` (or a batch scheduler's time limit) marks the run interrupted, as Ctrl-C does."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        def handler(signum, frame):
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        signal.signal(signal.SIGTERM, handler)
-
-
 def _utcnow():
-    import datetime as dt
-
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .model_facts import (GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES, ModelFactsError,
+                          facts_from_config)
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1}
 
 
@@ -89,17 +92,12 @@ def kv_shape(config) -> KVShape:
     return KVShape(n_layers, n_heads, n_kv_heads, head_dim, windows[:n_layers])
 
 
-def formula_bytes_per_token(config, dtype_bytes: int = 2) -> int:
-    return kv_shape(config).bytes_per_token(dtype_bytes)
-
-
 def facts_for(loaded):
     """runner/core/model_facts.py's description of a loaded model (from its config.json), or None when the facts
     do not know its architecture. Cached on the LoadedModel."""
     cached = getattr(loaded, "_facts", False)
     if cached is not False:
         return cached
-    from .model_facts import ModelFactsError, facts_from_config
 
     facts = None
     raw = getattr(loaded, "raw_config", None)
@@ -124,8 +122,6 @@ def fits_rows(model: str, facts, dtype: str) -> list[dict]:
     default). Two views: transformers' layout (model_facts.cache_bytes, TP 1 only: transformers does not
     shard a cache) and the paged engine's (model_facts.fits: pages of 16 tokens, KV heads split across ranks,
     MLA latent replicated)."""
-    from .model_facts import GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES
-
     weights = facts.weight_bytes(dtype)
     rows = []
     for gb in GPU_SIZES_GB:

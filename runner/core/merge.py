@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from .errors import UserError
 from .store import Store, current_schema_copy, new_db_file, shown, table_columns, transaction
 
@@ -37,8 +39,6 @@ def merge(inputs: list[Path], into: Path) -> list[MergeReport]:
     for p in inputs:
         if os.path.realpath(p) == os.path.realpath(into):  # realpath: a symlink loop is no crash
             raise UserError(f"{p}: is also the --into file; merge into a new or another file")
-    import duckdb
-
     reports = []
     # Check every input first (exists, a kvreport DB, not newer): a bad one fails before OUT is touched.
     for p in inputs:

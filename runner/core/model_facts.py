@@ -446,9 +446,6 @@ class _Config:
         self.raw, self.where, self.model_type = raw, where, model_type
         self.defaults_used: list[str] = []
 
-    def has(self, key: str) -> bool:
-        return self.raw.get(key) is not None
-
     def req(self, key: str, *aliases: str) -> int:
         for k in (key, *aliases):
             if self.raw.get(k) is not None:

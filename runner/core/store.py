@@ -23,10 +23,13 @@ import os
 import re
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
+
+import duckdb
 
 from .errors import UserError, is_interrupt
 
@@ -49,8 +52,6 @@ _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB file
 
 def connect(path: str | os.PathLike = ":memory:", read_only: bool = False):
     """A DuckDB connection that never installs or loads an extension by itself."""
-    import duckdb
-
     return duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
 
 
@@ -199,8 +200,6 @@ SCHEMA_VERSION = schema_steps()[-1].version
 
 
 def _statements(sql: str) -> list[str]:
-    import duckdb
-
     # DuckDB's own parser splits the file, so a ';' inside a string or comment cannot cut a statement.
     return [s.query for s in duckdb.extract_statements(sql)]
 
@@ -299,8 +298,6 @@ def backup_path(path: Path, version: int) -> Path:
 
 class Store:
     def __init__(self, path: str | os.PathLike, read_only: bool = False, allow_older: bool = False):
-        import duckdb
-
         self.path = Path(path)
         self.read_only = read_only
         self.allow_older = allow_older  # read-only check of an older file (for current_schema_copy)
@@ -432,8 +429,6 @@ class Store:
         # DuckDB holds a file lock, so no other process can be writing: any run still 'running' died.
         self.con.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
         run_id = self.con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()[0]
-        import uuid
-
         # run_uid names the run across DB files (kvreport merge); run_id is only this file's number.
         row = {"run_uid": uuid.uuid4().hex, **meta, "run_id": run_id, "status": "running", "started_at": _now()}
         self._insert("runs", [row])

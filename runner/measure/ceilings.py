@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import re
 
-from .probes import cuda_free_bytes
-from .timing import gbs, time_fn
+import torch
 
-GIB = 1 << 30
-MIB = 1 << 20
+from .probes import GIB, MIB, Flusher, cuda_free_bytes, nvml, nvml_handle
+from .timing import gbs, time_fn
 
 # (pattern on the device name, GB/s). Checked in order: the first match wins, so specific names come first.
 # Word boundaries keep "L4" from matching "L40S" and "V100" from matching "V100S".
@@ -52,14 +51,14 @@ def table_peak(name: str) -> float | None:
     return None
 
 
-def nvml_peak(device) -> float | None:
-    from .probes import nvml, nvml_handle
-
+def nvml_peak(device, handle_of=nvml_handle) -> float | None:
+    """Peak GB/s from NVML's max memory clock and bus width; None without NVML, a handle (`handle_of`
+    finds the device's) or either figure."""
     with nvml() as pynvml:
         if pynvml is None:
             return None
         try:
-            handle = nvml_handle(pynvml, device)
+            handle = handle_of(pynvml, device)
             if handle is None:
                 return None
             mem_clock_mhz = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
@@ -71,14 +70,13 @@ def nvml_peak(device) -> float | None:
         return mem_clock_mhz * 1e6 * bus_width_bits * 2 / 8 / 1e9
 
 
-def theoretical_peak(device) -> tuple[float | None, str | None]:
-    """(peak GB/s or None, where it came from: 'nvml' | 'table' | None | the CPU note)."""
-    import torch
-
+def theoretical_peak(device, from_nvml=nvml_peak) -> tuple[float | None, str | None]:
+    """(peak GB/s or None, where it came from: 'nvml' | 'table' | None | the CPU note). `from_nvml` reads
+    the NVML figure (None where there is none)."""
     device = torch.device(device)
     if device.type != "cuda":
         return None, CPU_SOURCE
-    gbs = nvml_peak(device)
+    gbs = from_nvml(device)
     if gbs:
         return gbs, "nvml"
     gbs = table_peak(torch.cuda.get_device_name(device))
@@ -103,7 +101,7 @@ def _bandwidths(moved: int, t) -> dict:
 
 
 def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int | None = None,
-                 rounds: int = 3, flusher=None, warm: bool = False) -> dict:
+                 rounds: int = 3, flusher=None, warm: bool = False, timer=time_fn) -> dict:
     """One point of the roof curve: `op` 'copy' (device-to-device, `nbytes` = bytes read + written) or
     'read' (a streaming sum, `nbytes` = bytes read), timed by the shared harness (GPU samples exclude
     dispatch). The best median of `rounds` rounds: a roof is an upper bound, and noise (a neighbour on a
@@ -112,18 +110,15 @@ def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int 
     the same threads the experiments' gathers use, so a gather cannot beat its roof by using more cores.
     A footprint under FLUSH_FACTOR x LLC gets the same untimed cache flush as the experiments (`flusher`),
     unless `warm`: the roof for a workload that is itself timed warm (decode steps back to back, whose
-    weights stay cached when they fit), so that both sides of the ratio see the same cache."""
-    import torch
-
-    from .compaction import Flusher
-
+    weights stay cached when they fit), so that both sides of the ratio see the same cache. `timer` is
+    timing.time_fn's signature (a test passes fixed timings)."""
     device = torch.device(device)
     fn, moved = roof_kernel(device, op, nbytes)
     flusher = flusher or Flusher(device)
     flush = flusher.needed(moved) and not warm
     if repeats is None:
         repeats = 30 if device.type == "cuda" else 10
-    timings = [time_fn(fn, device, warmup=warmup, repeats=repeats, setup=flusher if flush else None)
+    timings = [timer(fn, device, warmup=warmup, repeats=repeats, setup=flusher if flush else None)
                for _ in range(max(1, rounds))]
     del fn
     return roof_row(device, op, nbytes, moved, timings, flusher.llc, flush, "alone")
@@ -132,8 +127,6 @@ def measure_roof(device, op: str, nbytes: int, *, warmup: int = 3, repeats: int 
 def roof_kernel(device, op: str, nbytes: int):
     """(callable, bytes it moves): the roof's copy (`nbytes` read + written) or streaming sum (`nbytes`
     read) on fresh random float32 buffers; a workload can time it beside its own variants."""
-    import torch
-
     if op not in ROOF_OPS:
         raise ValueError(f"roof op {op!r}: expected one of {ROOF_OPS}")
     n = max(1, (nbytes // 2 if op == "copy" else nbytes) // 4)
@@ -148,8 +141,6 @@ def roof_kernel(device, op: str, nbytes: int):
 def roof_row(device, op: str, nbytes: int, moved: int, timings: list, llc: int, flushed: bool,
              measured_with: str) -> dict:
     """A roof_curve row from the timings of one or more rounds: the fastest round's median and quartiles."""
-    import torch
-
     t = min(timings, key=lambda x: x.median_ms)
     return {"op": op, "bytes": int(nbytes), **_bandwidths(moved, t), "n": t.n, "rounds": len(timings),
             "worst_round_gbs": gbs(moved, max(x.median_ms for x in timings)), "llc_bytes": llc,
@@ -164,14 +155,13 @@ def record_roof(ctx, row: dict) -> None:
 
 
 def measure_copy_roof(device, nbytes: int | None = None, *, warmup: int = 3, repeats: int | None = None,
-                      rounds: int = 3) -> dict:
+                      rounds: int = 3, timer=time_fn) -> dict:
     """The headline copy roof: one large device-to-device copy of `nbytes` per buffer (bytes read +
-    written over the best round's median), as stored in device_ceilings."""
-    import torch
-
+    written over the best round's median), as stored in device_ceilings. `timer`: as in measure_roof."""
     device = torch.device(device)
     nbytes = int(nbytes or default_copy_bytes(device))
-    r = measure_roof(device, "copy", 2 * (nbytes // 4) * 4, warmup=warmup, repeats=repeats, rounds=rounds)
+    r = measure_roof(device, "copy", 2 * (nbytes // 4) * 4, warmup=warmup, repeats=repeats, rounds=rounds,
+                     timer=timer)
     return {"roof_gbs": r["gbs"], "roof_p25_gbs": r["p25_gbs"], "roof_p75_gbs": r["p75_gbs"],
             "roof_n": r["n"], "roof_bytes": r["bytes"], "roof_rounds": r["rounds"],
             "roof_worst_round_gbs": r["worst_round_gbs"]}

@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import torch
+
 
 class ChildError(RuntimeError):
     pass
@@ -19,8 +21,6 @@ class ChildError(RuntimeError):
 
 def child_cuda_device(spec: dict, who: str):
     """In a child: the CUDA device `spec['device']` names, made current; exit 3 (with why) without one."""
-    import torch
-
     device = torch.device(spec["device"])
     if device.type != "cuda" or not torch.cuda.is_available():
         print(f"{who}: needs a CUDA device, got {spec['device']!r}", file=sys.stderr)

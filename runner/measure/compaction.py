@@ -18,20 +18,29 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
 
 from ..core.errors import describe_exception
+from ..core.kv_formula import kv_shape
+from .probes import GIB, KIB, MIB, cuda_free_bytes
 
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+# triton is optional at run time (a CPU-only install need not have it, and a broken install can fail at
+# import): the Triton methods are then skipped with the import's error as their reason (`probe_triton`).
+# The module, not its function, is bound here so a test can replace `triton_gather.gather_rows`.
+try:
+    from . import triton_gather
+    TRITON_IMPORT_ERROR: str | None = None
+except ImportError as exc:
+    triton_gather, TRITON_IMPORT_ERROR = None, f"triton is not installed ({exc})"
+except Exception as exc:  # noqa: BLE001 - see above
+    triton_gather, TRITON_IMPORT_ERROR = None, f"importing the Triton gather failed: {describe_exception(exc)}"
 # Live KV bytes per workload. GPU: up to 4 GiB live (8 GiB moved), far beyond any L2; CPU: 64 MiB live =
 # 128 MiB moved = 4x a 32 MiB LLC, the smallest size that is a DRAM measurement there.
 GPU_TARGETS = [64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB]
 CPU_TARGETS = [64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
 CPU_TARGETS_QUICK = [64 * KIB, MIB, 64 * MIB]
-FLUSH_FACTOR = 4  # a footprint under FLUSH_FACTOR x LLC is flushed before each timed call; DRAM claims need >= it
 SEED = 1234
 METHODS = ("naive", "batched", "triton", "triton_layers")
 TRITON_METHODS = ("triton", "triton_layers")
@@ -79,15 +88,11 @@ class Workload:
         return lambda: torch.index_select(src, 0, self.flat_idx, out=dst)
 
     def triton(self) -> None:
-        from .triton_gather import gather_rows
-
-        gather_rows(self._src_flat, self.flat_idx, self._dst_flat)
+        triton_gather.gather_rows(self._src_flat, self.flat_idx, self._dst_flat)
 
     def triton_layers(self) -> None:
-        from .triton_gather import gather_rows
-
         for src, dst in self._pairs:
-            gather_rows(src, self.idx, dst)
+            triton_gather.gather_rows(src, self.idx, dst)
 
     def launches(self, method: str) -> int:
         return self.pool.shape[0] if method in ("naive", "triton_layers") else 1
@@ -142,16 +147,12 @@ def triton_unavailable(device) -> str | None:
 def probe_triton(device) -> str | None:
     """Launch the row gather once on a few tiny rows, synchronise, compare with advanced indexing: None
     when it worked, else the reason (exception type and first line of its message)."""
-    try:
-        from .triton_gather import gather_rows
-    except ImportError as exc:
-        return f"triton is not installed ({exc})"
-    except Exception as exc:  # noqa: BLE001 - a broken install fails at import: that is the reason
-        return f"importing the Triton gather failed: {describe_exception(exc)}"
+    if TRITON_IMPORT_ERROR:
+        return TRITON_IMPORT_ERROR
     try:
         src = torch.arange(4 * 64, dtype=torch.float32, device=device).view(4, 64)
         idx = torch.tensor([3, 0, 2], device=device)
-        out = gather_rows(src, idx, torch.empty(3, 64, dtype=torch.float32, device=device))
+        out = triton_gather.gather_rows(src, idx, torch.empty(3, 64, dtype=torch.float32, device=device))
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         if not torch.equal(out, src[idx]):
@@ -223,36 +224,6 @@ def footprint_bytes(n_live: int, n_tensors: int, row: int, dtype_bytes: int) -> 
     return 6 * n_live * n_tensors * row * dtype_bytes
 
 
-def last_level_cache_bytes(device) -> int:
-    """L2 of a GPU (from its properties), or the largest cache level of CPU 0 (from sysfs)."""
-    if device.type == "cuda":
-        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * MIB)
-    best = 0
-    try:
-        for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-            text = f.read_text().strip().upper()
-            mult = {"K": KIB, "M": MIB}.get(text[-1], 1)
-            best = max(best, int(text.rstrip("KM")) * mult)
-    except (OSError, ValueError):
-        pass
-    return best or 32 * MIB
-
-
-class Flusher:
-    """Overwrites a buffer FLUSH_FACTOR x the last-level cache before a timed call (untimed), so a small
-    workload is read from DRAM, not from the cache a previous repeat left warm."""
-
-    def __init__(self, device):
-        self.llc = last_level_cache_bytes(device)
-        self.buf = torch.empty(FLUSH_FACTOR * self.llc // 4, dtype=torch.float32, device=device)
-
-    def needed(self, footprint: int) -> bool:
-        return footprint < FLUSH_FACTOR * self.llc
-
-    def __call__(self, *_args) -> None:
-        self.buf.zero_()
-
-
 @dataclass(frozen=True)
 class Plan:
     """One compaction size in a model's cache geometry."""
@@ -288,9 +259,6 @@ def targets(is_cuda: bool, quick: bool) -> list[int]:
 
 def planned_workloads(ctx) -> list[Plan]:
     """The compaction sizes of this run that fit in free memory (with 30% to spare on a GPU)."""
-    from ..core.kv_formula import kv_shape
-    from .probes import cuda_free_bytes
-
     shape = kv_shape(ctx.config)
     plans = [plan_for(t, shape, ctx.dtype_bytes, ctx.max_positions) for t in targets(ctx.is_cuda, ctx.quick)]
     if ctx.is_cuda:

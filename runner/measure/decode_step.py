@@ -23,6 +23,9 @@ import copy
 import inspect
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from transformers import StaticCache, cache_utils
 
 from ..core.errors import describe_exception as describe
 from .kv_cache import _cache_kwarg, cache_bytes, cache_seq_len, forward_with_cache
@@ -105,10 +108,6 @@ class EagerDecoder:
 
 def _static_cache(model, batch: int, max_len: int, device, dtype):
     """A StaticCache for `max_len` tokens, whatever the installed release calls its arguments."""
-    try:
-        from transformers import StaticCache
-    except ImportError:
-        raise ModeUnavailable("this transformers release has no StaticCache") from None
     params = inspect.signature(StaticCache.__init__).parameters
     kwargs = {"config": model.config, "max_cache_len": max_len}
     for name, value in (("max_batch_size", batch), ("batch_size", batch), ("device", device), ("dtype", dtype)):
@@ -126,8 +125,6 @@ def _static_layer_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
     """(layer classes whose length counters rewind_static_cache knows, the sliding-window ones among them).
     Exact classes, not subclasses: a subclass may keep more state (recurrent states, an indexer) than the
     counters rewound here, and rewinding half of it would time a step on a corrupt cache."""
-    from transformers import cache_utils
-
     known = tuple(getattr(cache_utils, n) for n in ("StaticLayer", "StaticSlidingWindowLayer") if hasattr(cache_utils, n))
     sliding = tuple(c for c in known if c.__name__ == "StaticSlidingWindowLayer")
     return known, sliding
@@ -306,9 +303,6 @@ def host_syncs(fn) -> list[str]:
     device work that takes a CPU tensor in or hands one back (a host<->device copy, or a CPU value mixed
     into a kernel). Empty for a step that can be captured. Call it outside torch.inference_mode:
     inference tensors bypass the dispatch mode that watches."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
-
     sync_ops = {op for name in HOST_SYNC_OPS
                 for op in [getattr(getattr(torch.ops.aten, name.split(".")[0], None), name.split(".")[1], None)]
                 if op is not None}

@@ -1,7 +1,7 @@
 """Device and dtype resolution, and the small amount of code that differs between CUDA and CPU."""
 from __future__ import annotations
 
-import time
+import torch
 
 from ..core.errors import UserError
 
@@ -11,8 +11,6 @@ class DeviceError(UserError):
 
 
 def resolve_device(spec: str):
-    import torch
-
     spec = (spec or "auto").lower()
     if spec == "auto":
         return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
@@ -33,8 +31,6 @@ def resolve_device(spec: str):
 def resolve_dtype(spec: str, device, model_name: str = ""):
     """`auto`: 16-bit on a GPU (bfloat16 for the Llama/Mistral/Qwen families, which ship in it; float16
     for GPT-2, matching the seed study), float32 on the CPU, where half-precision matmuls are slow."""
-    import torch
-
     table = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
     spec = (spec or "auto").lower()
     if spec in table:
@@ -51,11 +47,7 @@ def dtype_name(dtype) -> str:
 
 
 def synchronize(device) -> None:
-    import torch
-
     if getattr(device, "type", str(device)).startswith("cuda"):
         torch.cuda.synchronize(device)
 
 
-def now_s() -> float:
-    return time.perf_counter()

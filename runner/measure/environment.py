@@ -5,8 +5,14 @@ import os
 import platform
 import shlex
 import socket
+import subprocess
 import sys
+from pathlib import Path
 
+import torch
+import transformers
+
+from .. import __version__
 from .probes import host_total_bytes, nvml_driver_version
 
 
@@ -24,9 +30,6 @@ def _cpu_name() -> str:
 def kvreport_commit() -> str | None:
     """The git commit of the kvreport checkout running now (`<sha>+dirty` with local changes); None for an
     installed wheel or without git. It is what "the exact code that measured this" means on a machine card."""
-    import subprocess
-    from pathlib import Path
-
     here = Path(__file__).resolve().parent
     try:
         top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
@@ -43,11 +46,6 @@ def kvreport_commit() -> str | None:
 
 
 def collect(device) -> dict:
-    import torch
-    import transformers
-
-    from .. import __version__
-
     info = {
         "device_kind": device.type,
         "torch_version": torch.__version__,

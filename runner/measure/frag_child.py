@@ -18,8 +18,11 @@ import os
 import random
 import sys
 
+import torch
+
 from .child_process import child_cuda_device, child_main
 from .probes import CudaAllocator
+
 
 def plan(spec: dict) -> tuple[list[int], list[int]]:
     """(prompt length per request, indices of the requests evicted): deterministic in spec['seed']."""
@@ -31,8 +34,6 @@ def plan(spec: dict) -> tuple[list[int], list[int]]:
 
 
 def scenario(spec: dict) -> dict:
-    import torch
-
     device = child_cuda_device(spec, "frag_child")
     dtype = getattr(torch, spec["dtype"])
     kv_heads, head_dim, n_layers = spec["n_kv_heads"], spec["head_dim"], spec["n_layers"]

@@ -12,10 +12,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+import transformers
+from transformers import CONFIG_MAPPING, AttentionInterface, AutoConfig, AutoModelForCausalLM
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
 from ..core import model_facts
-from ..core.model_facts import builtin_names, catalogue_names
 from ..core.builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
 from ..core.errors import UserError
+from ..core.model_facts import ModelFactsError, builtin_names, catalogue_names, facts_from_config
+from .kv_cache import forward_with_cache, read_cache
+from .probes import cuda_free_bytes, host_total_bytes
 
 CATALOGUE = model_facts.CATALOGUE
 
@@ -121,10 +128,7 @@ class LoadedModel:
 
 
 def _quiet_transformers():
-    import transformers
-
     transformers.logging.set_verbosity_error()  # config lint chatter is noise in a measurement log
-    return transformers
 
 
 def _read_config_json(path: Path) -> dict:
@@ -180,9 +184,7 @@ def resolve(name: str) -> ModelSpec:
 def config_from_dict(raw: dict, where: str):
     """A transformers config of the language model `raw` describes (a multimodal config's text_config), and
     notes on what was read differently from the file. Nothing downloads; remote code is never run."""
-    transformers = _quiet_transformers()
-    from transformers import CONFIG_MAPPING
-
+    _quiet_transformers()
     raw = {k: v for k, v in raw.items() if k not in _DROPPED_FIELDS}
     notes = []
     model_type = raw.get("model_type")
@@ -224,8 +226,6 @@ def load_config(name: str):
     spec = resolve(name)
     if spec.origin == "checkpoint":
         _quiet_transformers()
-        from transformers import AutoConfig
-
         try:
             return AutoConfig.from_pretrained(spec.path, local_files_only=True), False, spec.source
         except Exception as exc:  # noqa: BLE001 - any parse failure becomes one clear message
@@ -242,11 +242,7 @@ def register_cache_only_attention() -> str:
     own attention module before this is called (`cache.update(...)`), so every cached tensor is the
     model's; only the attention arithmetic, which never reaches the cache, is skipped. Used on replicas,
     whose timed experiments are skipped anyway: a prefill past a 8k-token chunk costs seconds, not minutes."""
-    from transformers import AttentionInterface
-
     def cache_only_attention(module, query, key, value, attention_mask, **kwargs):
-        import torch
-
         batch, _heads, q_len, _ = query.shape
         return torch.zeros(batch, q_len, query.shape[1], value.shape[-1], dtype=query.dtype,
                            device=query.device), None
@@ -254,16 +250,12 @@ def register_cache_only_attention() -> str:
     AttentionInterface.register(CACHE_ONLY_ATTENTION, cache_only_attention)
     # Masks as for sdpa: some layers read the mask themselves (DeepSeek-V3.2 / GLM-5's sparse-attention
     # indexer picks its top-k keys under it).
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
     AttentionMaskInterface.register(CACHE_ONLY_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
     return CACHE_ONLY_ATTENTION
 
 
 def _instantiate(config, device, dtype, attention: str | None = None):
-    import torch
-    from transformers import AutoModelForCausalLM
-
     prev = torch.get_default_dtype()
     torch.manual_seed(0)
     kwargs = {"attn_implementation": attention} if attention else {}
@@ -280,9 +272,6 @@ def _instantiate(config, device, dtype, attention: str | None = None):
 
 def meta_parameter_count(config) -> int:
     """Parameters of the model `config` describes, counted on the meta device (nothing allocated)."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     seen, total = set(), 0
@@ -362,10 +351,6 @@ def _shrink(config, shrunk: dict) -> None:
 def _probe_layer_bytes(config, prefix: int, hidden: int) -> list[int] | None:
     """Per-layer cache bytes of a `prefix`-layer build at hidden width `hidden` after 3 tokens, or None
     when the architecture cannot be built at that width."""
-    import torch
-
-    from .kv_cache import forward_with_cache, read_cache
-
     probe = _cut_layers(copy.deepcopy(config), prefix)
     probe.hidden_size = hidden
     try:
@@ -396,10 +381,7 @@ def model_budget_bytes(device) -> int:
         except ValueError:
             raise ModelError(f"environment variable KVREPORT_MODEL_BUDGET_GB={raw!r}: not a number") from None
     if getattr(device, "type", str(device)) == "cuda":
-        from .probes import cuda_free_bytes
-
         return int(0.6 * cuda_free_bytes(device)[0])
-    from .probes import host_total_bytes
 
     return int(min(8 * 2**30, 0.25 * host_total_bytes()))
 
@@ -453,8 +435,6 @@ def plan_replica(config, raw: dict | None, dtype_bytes: int, budget_bytes: int, 
 
 
 def _facts_or_none(raw: dict):
-    from ..core.model_facts import ModelFactsError, facts_from_config
-
     try:
         return facts_from_config(raw)
     except ModelFactsError:
@@ -465,8 +445,6 @@ def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_
                ) -> LoadedModel:
     """Instantiate on `device` in `dtype` directly, so a 7B model never lands in host RAM at float32. A
     model whose weights exceed the budget is built as a KV-faithful replica (see plan_replica)."""
-    import torch
-
     spec = resolve(name)
     if spec.origin != "checkpoint":
         where = f"built-in model {name}" if spec.origin == "builtin" else spec.source.split(":", 1)[1]
@@ -482,8 +460,6 @@ def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_
         return LoadedModel(name=name, config=model.config, model=model, weights_random=True, source=spec.source,
                            raw_config=spec.raw, replica=record, layer_map=layer_map, full_config=config)
     _quiet_transformers()
-    from transformers import AutoModelForCausalLM
-
     config, _, _ = load_config(name)
     config.use_cache = True
     try:
@@ -498,34 +474,3 @@ def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_
     raw = _read_config_json(spec.path / "config.json")
     return LoadedModel(name=name, config=config, model=model, weights_random=False, source=spec.source,
                        raw_config=raw)
-
-
-def raw_config_of(name: str) -> dict:
-    """The config.json dict behind any --model value (a checkpoint's own config.json)."""
-    spec = resolve(name)
-    return spec.raw if spec.raw is not None else _read_config_json(spec.path / "config.json")
-
-
-def describe_builtin() -> list[dict]:
-    """One row per built-in architecture, for `kvreport models` and the crossover experiment."""
-    from ..core.kv_formula import kv_shape
-
-    rows = []
-    for name in builtin_names():
-        shape = kv_shape(builtin_config(name))
-        rows.append({
-            "name": name,
-            "n_layers": shape.n_layers,
-            "n_heads": shape.n_heads,
-            "n_kv_heads": shape.n_kv_heads,
-            "head_dim": shape.head_dim,
-            "sliding_window": next((w for w in shape.sliding_windows if w), None),
-            "kv_bytes_per_token": shape.bytes_per_token(2),
-        })
-    return rows
-
-
-def parameter_count(name: str) -> int:
-    """Parameters of a built-in architecture without allocating it (meta device)."""
-    config, _, _ = load_config(name)
-    return meta_parameter_count(config)

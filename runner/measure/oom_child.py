@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import sys
 
+import torch
+
 from .child_process import child_cuda_device, child_main
+from .kv_cache import forward_with_cache
+from .models import load_model
 from .probes import CudaAllocator
 
 CHUNK = 256 << 20
 
 
 def scenario(spec: dict) -> dict:
-    import torch
-
     device = child_cuda_device(spec, "oom_child")
     torch.cuda.synchronize()
     alloc = CudaAllocator(device)
@@ -38,9 +40,6 @@ def scenario(spec: dict) -> dict:
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     freed = alloc.allocated() == base
-
-    from .kv_cache import forward_with_cache
-    from .models import load_model
 
     loaded = load_model("tiny-gpt2", device, torch.float32)
     with torch.inference_mode():

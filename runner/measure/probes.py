@@ -1,15 +1,25 @@
 """Every probe of memory and device state, in one place: the host's memory (/proc/meminfo, sysconf), the
-CUDA caching allocator's counters, free device memory, and NVML's clocks, power, temperature and
-throttle reasons. Experiments, the audit's pricing and the environment card all read through here.
+CUDA caching allocator's counters, free device memory, the last-level cache (and the flush that empties
+it before a timed call), and NVML's clocks, power, temperature and throttle reasons. Experiments and the
+environment card read through here.
 
-torch and pynvml are imported inside the functions that need them, so importing this module stays
-cheap (the audit imports it and never loads torch). Nothing here changes a setting: NVML is only read.
+pynvml is imported inside `nvml()`: it is the optional [gpu] extra. Nothing here changes a setting: NVML
+is only read.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+# A footprint under FLUSH_FACTOR x the last-level cache is flushed before each timed call; DRAM claims need
+# at least that many bytes moved.
+FLUSH_FACTOR = 4
+CPU_CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 
 # torch.cuda.memory_stats keys by the names kvreport stores them under.
 ALLOCATOR_STATS = {
@@ -56,40 +66,38 @@ class CudaAllocator:
     source = "cuda_allocator"
 
     def __init__(self, device):
-        import torch
-
-        self.torch, self.device = torch, device
+        self.device = device
 
     def allocated(self) -> int:
-        self.torch.cuda.synchronize(self.device)
-        return int(self.torch.cuda.memory_allocated(self.device))
+        torch.cuda.synchronize(self.device)
+        return int(torch.cuda.memory_allocated(self.device))
 
     def reserved(self) -> int:
-        return int(self.torch.cuda.memory_reserved(self.device))
+        return int(torch.cuda.memory_reserved(self.device))
 
     def reset_peak(self) -> None:
-        self.torch.cuda.reset_peak_memory_stats(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
 
     def peak(self) -> int:
-        return int(self.torch.cuda.max_memory_allocated(self.device))
+        return int(torch.cuda.max_memory_allocated(self.device))
 
     def peak_reserved(self) -> int:
-        return int(self.torch.cuda.max_memory_reserved(self.device))
+        return int(torch.cuda.max_memory_reserved(self.device))
 
     def idle_reserved(self) -> int:
         """Reserved by the allocator but holding no tensor: reusable without asking the driver."""
-        return self.reserved() - int(self.torch.cuda.memory_allocated(self.device))
+        return self.reserved() - int(torch.cuda.memory_allocated(self.device))
 
     def stats(self) -> dict[str, int]:
         """ALLOCATOR_STATS, read from torch.cuda.memory_stats."""
-        self.torch.cuda.synchronize(self.device)
-        s = self.torch.cuda.memory_stats(self.device)
+        torch.cuda.synchronize(self.device)
+        s = torch.cuda.memory_stats(self.device)
         return {k: int(s.get(v, 0)) for k, v in ALLOCATOR_STATS.items()}
 
     def expandable_segments(self) -> tuple[int, int] | None:
         """(count, bytes) of the allocator's expandable segments now, or None where this torch's
         snapshot does not say which segments are expandable."""
-        segments = self.torch.cuda.memory_snapshot()
+        segments = torch.cuda.memory_snapshot()
         flagged = [s for s in segments if "is_expandable" in s]
         if not flagged:
             return None
@@ -99,10 +107,42 @@ class CudaAllocator:
 
 def cuda_free_bytes(device) -> tuple[int, int]:
     """(free, total) device memory as the driver reports it (cudaMemGetInfo)."""
-    import torch
-
     free, total = torch.cuda.mem_get_info(device)
     return int(free), int(total)
+
+
+# --- the last-level cache -----------------------------------------------------------------------------
+
+def last_level_cache_bytes(device, cpu_cache_dir: Path = CPU_CACHE_DIR) -> int:
+    """L2 of a GPU (from its properties), or the largest cache level of CPU 0 (from sysfs: `cpu_cache_dir`
+    holds one index*/size file per level); 32 MiB where nothing is readable."""
+    if device.type == "cuda":
+        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * MIB)
+    best = 0
+    try:
+        for f in Path(cpu_cache_dir).glob("index*/size"):
+            text = f.read_text().strip().upper()
+            mult = {"K": KIB, "M": MIB}.get(text[-1], 1)
+            best = max(best, int(text.rstrip("KM")) * mult)
+    except (OSError, ValueError):
+        pass
+    return best or 32 * MIB
+
+
+class Flusher:
+    """Overwrites a buffer FLUSH_FACTOR x the last-level cache before a timed call (untimed), so a small
+    workload is read from DRAM, not from the cache a previous repeat left warm. `llc` defaults to the
+    device's own last-level cache."""
+
+    def __init__(self, device, llc: int | None = None):
+        self.llc = last_level_cache_bytes(device) if llc is None else llc
+        self.buf = torch.empty(FLUSH_FACTOR * self.llc // 4, dtype=torch.float32, device=device)
+
+    def needed(self, footprint: int) -> bool:
+        return footprint < FLUSH_FACTOR * self.llc
+
+    def __call__(self, *_args) -> None:
+        self.buf.zero_()
 
 
 # --- NVML -------------------------------------------------------------------------------------------
@@ -130,8 +170,6 @@ def nvml():
 def nvml_handle(pynvml, device):
     """The NVML handle of the torch device. NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES, so match by
     UUID where torch exposes it, and fall back to the index only when nothing remaps devices."""
-    import torch
-
     props = torch.cuda.get_device_properties(device)
     uuid = str(getattr(props, "uuid", "") or "")
     if uuid:

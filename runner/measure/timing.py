@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
+
+import torch
 
 WIDE_SPREAD = 0.25  # IQR / median above this: flag the measurement
 LEAD_FLOOR_MS = 0.05  # the shortest device-side lead: covers the launch of the first timed kernel
@@ -86,9 +88,6 @@ class Timing:
                 f"{prefix}host_p75_ms": h.p75_ms,
                 f"{prefix}dispatch_hidden": None if self.dispatch_hidden is None else self.dispatch_hidden >= 0.95}
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def summarize(samples_ms: list[float]) -> Timing:
     """Median, p25, p75 (inclusive quartiles from 4 samples up; min and max below that), min, max, n."""
@@ -125,35 +124,36 @@ _CYCLES_PER_MS: dict[str, float] = {}
 class _Clock:
     """Times one call on the right clock for the device; see the module docstring for the GPU method."""
 
-    def __init__(self, device):
-        self.cuda = _is_cuda(device)
+    def __init__(self, device, cuda=None, now: Callable[[], float] = time.perf_counter):
+        """`cuda` and `now` stand for torch.cuda and the host clock (a test passes a simulated device's)."""
+        self.gpu = _is_cuda(device)
         self.device = device
         self.lead_ms = LEAD_FLOOR_MS
-        if self.cuda:
-            import torch
-
-            self._torch = torch
+        self._cuda = torch.cuda if cuda is None else cuda
+        self._now = now
+        # The real device's cycles per ms is shared by every clock of the run; a simulated one calibrates alone.
+        self._calibrated = _CYCLES_PER_MS if cuda is None else {}
+        if self.gpu:
             self._cycles_per_ms = self._calibrate()
 
     def _calibrate(self) -> float:
         """SM clock cycles per millisecond of torch.cuda._sleep, measured once per device with events."""
         key = str(self.device)
-        if key not in _CYCLES_PER_MS:
-            torch = self._torch
+        if key not in self._calibrated:
             cycles = 2_000_000
-            with torch.cuda.device(self.device):
-                torch.cuda._sleep(1000)  # load the kernel
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            with self._cuda.device(self.device):
+                self._cuda._sleep(1000)  # load the kernel
+                start, end = self._cuda.Event(enable_timing=True), self._cuda.Event(enable_timing=True)
                 best = float("inf")
                 for _ in range(3):
-                    torch.cuda.synchronize()
+                    self._cuda.synchronize()
                     start.record()
-                    torch.cuda._sleep(cycles)
+                    self._cuda._sleep(cycles)
                     end.record()
-                    torch.cuda.synchronize()
+                    self._cuda.synchronize()
                     best = min(best, float(start.elapsed_time(end)))
-            _CYCLES_PER_MS[key] = cycles / max(best, 1e-3)
-        return _CYCLES_PER_MS[key]
+            self._calibrated[key] = cycles / max(best, 1e-3)
+        return self._calibrated[key]
 
     def learn(self, host_ms: float) -> None:
         """Warm-up: grow the device-side lead to cover the slowest dispatch seen."""
@@ -161,27 +161,26 @@ class _Clock:
 
     def measure(self, fn: Callable[[], object]) -> tuple[float, float, bool | None]:
         """(device ms, host ms, dispatch hidden or None on the CPU) of one call of fn."""
-        if not self.cuda:
-            t0 = time.perf_counter()
+        if not self.gpu:
+            t0 = self._now()
             fn()
-            ms = (time.perf_counter() - t0) * 1e3
+            ms = (self._now() - t0) * 1e3
             return ms, ms, None
-        torch = self._torch
-        with torch.cuda.device(self.device):
-            lead_start = torch.cuda.Event(enable_timing=True)
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            queued = time.perf_counter()
+        with self._cuda.device(self.device):
+            lead_start = self._cuda.Event(enable_timing=True)
+            start = self._cuda.Event(enable_timing=True)
+            end = self._cuda.Event(enable_timing=True)
+            self._cuda.synchronize()
+            queued = self._now()
             lead_start.record()
             cycles = max(1, int(self.lead_ms * self._cycles_per_ms))
-            torch.cuda._sleep(cycles)
+            self._cuda._sleep(cycles)
             start.record()
-            t0 = time.perf_counter()
+            t0 = self._now()
             fn()
-            t1 = time.perf_counter()
+            t1 = self._now()
             end.record()
-            torch.cuda.synchronize()
+            self._cuda.synchronize()
             lead_ms = float(lead_start.elapsed_time(start))
             if lead_ms > 0.01:  # SM clocks ramp and throttle: re-learn cycles per ms from every sleep
                 self._cycles_per_ms = cycles / lead_ms

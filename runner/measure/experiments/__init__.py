@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Callable
 
+import torch
+
 ITERATIONS = ("1", "2", "3", "audit")
 
 
@@ -91,8 +93,6 @@ class RunContext:
 
     @property
     def dtype_bytes(self) -> int:
-        import torch
-
         return torch.tensor([], dtype=self.dtype).element_size()
 
     @property
@@ -109,8 +109,6 @@ class RunContext:
 
     def input_ids(self, batch: int, seq_len: int):
         """Random token ids (values do not change cache size or timing), reproducible per shape."""
-        import torch
-
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + batch * 10_007 + seq_len)
         return torch.randint(0, self.vocab_size, (batch, seq_len), generator=g).to(self.device)
 

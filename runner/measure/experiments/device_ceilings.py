@@ -4,10 +4,13 @@ shown as GB/s, % of peak and % of the same-size roof. Runs first (ORDER 1) and p
 ctx.shared; later experiments measure any further sizes they need through ceilings.roof_for."""
 from __future__ import annotations
 
+import torch
+
 from . import Result, RunContext
-from ..ceilings import MIB, ROOF_OPS, default_copy_bytes, measure_copy_roof, new_roof_rows, roof_for, theoretical_peak
-from ..compaction import last_level_cache_bytes, planned_workloads
+from ..ceilings import ROOF_OPS, default_copy_bytes, measure_copy_roof, new_roof_rows, roof_for, theoretical_peak
+from ..compaction import planned_workloads
 from ..environment import _cpu_name
+from ..probes import MIB, last_level_cache_bytes
 
 NAME = "device_ceilings"
 ITERATION = 2
@@ -16,8 +19,6 @@ TABLES = ("device_ceilings", "roof_curve")
 
 
 def run(ctx: RunContext) -> Result:
-    import torch
-
     peak, source = theoretical_peak(ctx.device)
     # --quick on a CPU: 128 MiB buffers are still 4x a 32 MiB LLC and halve the time.
     nbytes = 128 * MIB if ctx.quick and not ctx.is_cuda else default_copy_bytes(ctx.device)

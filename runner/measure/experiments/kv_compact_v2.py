@@ -21,8 +21,9 @@ size (a copy moving the same bytes, runner/measure/ceilings.py) and the theoreti
 from __future__ import annotations
 
 from . import Result, RunContext
-from ..ceilings import MIB, OVER_ROOF, new_roof_rows, record_roof, roof_and_peak, roof_kernel, roof_row
-from ..compaction import FLUSH_FACTOR, METHODS, Flusher, checked_methods, make_workload, planned_workloads
+from ..ceilings import OVER_ROOF, new_roof_rows, record_roof, roof_and_peak, roof_kernel, roof_row
+from ..compaction import METHODS, checked_methods, make_workload, planned_workloads
+from ..probes import FLUSH_FACTOR, MIB, Flusher
 from ..timing import gbs, time_interleaved
 
 NAME = "kv_compact_v2"

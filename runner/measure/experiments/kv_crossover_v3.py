@@ -17,11 +17,14 @@ this experiment runs on replicas as well.
 """
 from __future__ import annotations
 
+import torch
+
 from . import Result, RunContext, Skip
+from ...core.kv_formula import KVShape, facts_for, fits_rows, kv_shape
+from ...core.model_facts import ModelFactsError, dtype_bytes, load
+from ..devices import dtype_name
 from ..kv_cache import cache_bytes, forward_with_cache
-from ...core.kv_formula import KVShape, kv_shape
-from ...core.kv_formula import facts_for
-from ..models import builtin_names
+from ..models import builtin_names, load_config
 
 NAME = "kv_crossover_v3"
 ITERATION = "3"
@@ -32,7 +35,6 @@ TABLES = ("kv_crossover_v3", "kv_fits_formula")
 # crossover_tokens x batch_size, the tokens held across the batch.
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
-FORMULA_DTYPE_BYTES = 2
 MAX_TOKENS = 1 << 48  # search limit: past this a capped (sliding-window) cache never reaches the weights
 
 
@@ -94,8 +96,6 @@ def head_fields(config) -> dict:
 def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | None = None,
                heads: dict | None = None) -> list[dict]:
     """Rows on model_facts' real curve: cache_bytes(seq) and the analytic weight bytes."""
-    from ...core.model_facts import dtype_bytes
-
     weights = facts.weight_bytes(dtype)
     limit = facts.max_positions
     out = []
@@ -135,24 +135,14 @@ def _rows(model: str, source: str, dtype: str, dtype_bytes: int, shape: KVShape,
     return out
 
 
-def _max_positions(config) -> int | None:
-    for name in ("n_positions", "max_position_embeddings"):
-        if getattr(config, name, None):
-            return int(getattr(config, name))
-    return None
-
-
 def formula_rows(name: str) -> list[dict]:
     """Rows for one built-in architecture from model_facts (no model is built); [] where the facts do not
     describe its architecture."""
-    from ...core.model_facts import ModelFactsError, load
-
     try:
         facts = load(name)
     except ModelFactsError:
         return []
     dtype = "float16" if name.startswith("gpt2") else "bfloat16"  # what `--dtype auto` picks on a GPU
-    from ..models import load_config
 
     return facts_rows(name, "formula", facts, dtype, heads=head_fields(load_config(name)[0]))
 
@@ -160,7 +150,6 @@ def formula_rows(name: str) -> list[dict]:
 def measured_bytes_per_token(ctx: RunContext) -> float:
     if "measured_bytes_per_token" in ctx.shared:
         return float(ctx.shared["measured_bytes_per_token"])
-    import torch
 
     seq = min(128, ctx.max_positions)  # short enough to stay below any sliding window
     with torch.inference_mode():
@@ -171,9 +160,6 @@ def measured_bytes_per_token(ctx: RunContext) -> float:
 
 
 def run(ctx: RunContext) -> Result:
-    from ..devices import dtype_name
-    from ...core.kv_formula import fits_rows
-
     loaded = ctx.loaded
     shape = kv_shape(loaded.full_config)
     facts = facts_for(loaded)

@@ -21,12 +21,13 @@ across prefix lengths and batch sizes, in three modes (runner/measure/decode_ste
 """
 from __future__ import annotations
 
+import torch
+
 from . import Result, RunContext
-from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
-from ..compaction import FLUSH_FACTOR, last_level_cache_bytes
-from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
 from ...core.kv_formula import kv_shape
-from ..probes import cuda_free_bytes
+from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
+from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
+from ..probes import FLUSH_FACTOR, cuda_free_bytes, last_level_cache_bytes
 from ..timing import gbs, time_fn
 
 NAME = "kv_decode_cost_v2"
@@ -87,8 +88,6 @@ def _settle(ctx: RunContext) -> None:
     from a quiet device. An error here (a device the failure left unusable) is left to the next mode,
     which then records its own failure."""
     if ctx.is_cuda:
-        import torch
-
         try:
             torch.cuda.synchronize(ctx.device)
             torch.cuda.empty_cache()

@@ -35,12 +35,14 @@ import statistics
 import threading
 import time
 
+import torch
+
 from . import Result, RunContext
+from ...core.kv_formula import kv_shape
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import is_correct, make_workload, plan_for
 from ..decode_step import ModeUnavailable, describe, make_decoder
-from ...core.kv_formula import kv_shape
-from ..probes import cuda_free_bytes
+from ..probes import MIB, cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
 
 NAME = "kv_interference_v3"
@@ -48,7 +50,6 @@ ITERATION = "3"
 ORDER = 20
 TABLES = ("kv_interference_v3", "roof_curve")
 
-MIB = 1 << 20
 # CPU: upper bound on the live KV bytes compaction gathers (the balance sizes it below this): on a CPU the
 # cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
 COMPACT_MAX_LIVE_BYTES = {("cpu", False): 1024 * MIB, ("cpu", True): 640 * MIB}
@@ -144,8 +145,6 @@ class PartClock:
 
     def run(self, fn, stream=None) -> None:
         if self.cuda:
-            import torch
-
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record(stream)
             fn()
@@ -169,8 +168,6 @@ class PartClock:
 def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str, PartClock, PartClock]:
     part_c, part_d = PartClock(ctx.is_cuda), PartClock(ctx.is_cuda)
     if ctx.is_cuda:
-        import torch
-
         s_compact, s_decode = torch.cuda.Stream(ctx.device), torch.cuda.Stream(ctx.device)
 
         def on(streams_fns):
@@ -190,8 +187,6 @@ def _variants(ctx: RunContext, compact, decode) -> tuple[dict, str, PartClock, P
             "decode": lambda: on([(s_decode, decode, None)]),
             "both": lambda: on([(s_compact, compact, part_c), (s_decode, decode, part_d)]),
         }, "cuda_streams", part_c, part_d
-
-    import torch
 
     errors: list[BaseException] = []
 
@@ -243,8 +238,6 @@ def balanced_workload(ctx: RunContext, decode_ms: float, progress=None, time_gat
 def timed_rounds(ctx: RunContext, work, decode, key, warmup: int, repeats: int):
     """(times per variant, concurrency, compaction's and decode's clocks inside `both`): the three
     variants timed interleaved, their repeats shrunk to the time budget."""
-    import torch
-
     variants, concurrency, part_c, part_d = _variants(ctx, work.batched, decode)
     # One untimed round (also a warm-up) sizes the repeats to the time budget: a round runs compact,
     # decode and both, about twice the two parts.
@@ -264,8 +257,6 @@ def timed_rounds(ctx: RunContext, work, decode, key, warmup: int, repeats: int):
 def _settle(ctx: RunContext) -> None:
     """Wait for the device and hand cached blocks back (after a pilot, or a mode that failed)."""
     if ctx.is_cuda:
-        import torch
-
         torch.cuda.synchronize(ctx.device)
         torch.cuda.empty_cache()
 
@@ -312,8 +303,6 @@ def _decode_part(ctx: RunContext, mode: str, batch: int, prefix: int, max_steps:
 
 def _measure(ctx: RunContext, mode: str, key) -> dict:
     """Every measurement of the experiment with the decode part in `mode`; raises on any failure."""
-    import torch
-
     batch, prefix, max_steps, warmup, repeats = DECODE[key]
     prefix = min(prefix, ctx.max_positions - max_steps)  # reset() restores the prefix: steps never accumulate
     decode, decode_pilot, cap, per_byte = _decode_part(ctx, mode, batch, prefix, max_steps)
@@ -343,8 +332,6 @@ def _measure(ctx: RunContext, mode: str, key) -> dict:
 
 
 def run(ctx: RunContext) -> Result:
-    import torch
-
     key = ("cuda" if ctx.is_cuda else "cpu", bool(ctx.quick))
     _, peak = roof_and_peak(ctx)
     # graph, then static, then eager: a mode that fails anywhere (set-up, pilot, timed rounds) hands over to

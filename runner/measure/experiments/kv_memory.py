@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import gc
 
+import torch
+
 from . import Result, RunContext, Skip
-from ..kv_cache import cache_bytes, forward_with_cache
 from ...core.kv_formula import kv_shape
+from ..kv_cache import cache_bytes, forward_with_cache
+from ..probes import CudaAllocator
 
 NAME = "kv_memory"
 ITERATION = 1
@@ -28,8 +31,6 @@ def sweep(ctx: RunContext) -> list[tuple[int, int]]:
 def measure_prefill_delta(model, input_ids, probe, peak_probe=None) -> dict:
     """Allocator bytes before the prefill, after it (cache + logits alive), and with only the cache
     alive. `probe` returns currently allocated bytes; tests inject a fake one."""
-    import torch
-
     gc.collect()
     before = probe()
     if peak_probe is not None:
@@ -54,8 +55,6 @@ def measure_prefill_delta(model, input_ids, probe, peak_probe=None) -> dict:
 
 
 def _cuda_probes(device):
-    from ..probes import CudaAllocator
-
     alloc = CudaAllocator(device)
 
     def peak(reset=False):

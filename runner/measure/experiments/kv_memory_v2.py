@@ -11,10 +11,12 @@ experiments (crossover, audits).
 from __future__ import annotations
 
 import torch
+import transformers
 
 from . import Result, RunContext
-from ..kv_cache import forward_with_cache, read_cache, storage_bytes
 from ...core.kv_formula import facts_for, kv_shape
+from ..devices import dtype_name
+from ..kv_cache import forward_with_cache, read_cache, storage_bytes
 
 NAME = "kv_memory_v2"
 ITERATION = 2
@@ -85,9 +87,6 @@ def _mla_layout(facts, layers: list[dict], seq_len: int, batch: int, dtype: str)
 
 
 def measure(ctx: RunContext, seq_len: int, batch: int) -> tuple[dict, list[dict]]:
-    from ..devices import dtype_name
-    import transformers
-
     loaded = ctx.loaded
     dtype = dtype_name(ctx.dtype)
     layers, pinned = measure_layers(loaded, ctx.input_ids(batch, seq_len))

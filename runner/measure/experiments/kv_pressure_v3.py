@@ -32,8 +32,9 @@ import torch
 
 from . import Result, RunContext
 from ...core.errors import UserError
-from ..kv_cache import cache_bytes, cache_layers, forward_with_cache
 from ...core.kv_formula import kv_shape
+from ..child_process import ChildError, run_json_child
+from ..kv_cache import cache_bytes, cache_layers, forward_with_cache
 from ..probes import CudaAllocator, cuda_free_bytes, host_available_bytes, host_total_bytes
 
 NAME = "kv_pressure_v3"
@@ -303,7 +304,6 @@ def oom_recovery(ctx: RunContext) -> tuple[str, str | None]:
     if not ctx.is_cuda:
         return "skipped", ("CPU: an allocation past the host's memory is the kernel's OOM killer, not an "
                            "exception, so there is no recovery path to prove")
-    from ..child_process import ChildError, run_json_child
 
     try:
         out = run_json_child("kvreport.runner.measure.oom_child", {"device": str(ctx.device)}, "out-of-memory child",
