@@ -4,11 +4,7 @@
 -- and the part served from the cache is cache_read_input_tokens. Reading input_tokens as the total
 -- (the OpenAI habit) gives PCERs above 100%; forgetting the cache writes inflates PCER (0.995, not 0.499).
 INSERT INTO _staged BY NAME
-WITH rec AS (  -- every line, blank ones too: rows keep file order, ingest.py numbers them afterwards
-  SELECT CAST(NULL AS BIGINT) AS line, raw,
-         kv_blank(raw) AS blank
-  FROM kv_read_lines($path, $delim, $max_line_size, $compression)
-),
+WITH rec AS (SELECT * FROM kv_line_records($path, $delim, $max_line_size, $compression)),
 p AS (
   SELECT line, raw, blank, CASE WHEN NOT blank THEN kv_parse(raw, '{
     "session_id": "VARCHAR", "timestamp": "VARCHAR", "disconnected_at": "VARCHAR", "system_tokens": "VARCHAR",

@@ -9,11 +9,7 @@
 -- One JSON parse per line (kv_parse with kv_openai_record, ingest/openai_record.sql); only rare cases (rejects,
 -- a missing session or time) look at the raw line again. The checks and the output are ingest/openai_calls.sql.
 INSERT INTO _staged BY NAME
-WITH rec AS (  -- every line, blank ones too: rows keep file order, ingest.py numbers them afterwards
-  SELECT CAST(NULL AS BIGINT) AS line, raw,
-         kv_blank(raw) AS blank
-  FROM kv_read_lines($path, $delim, $max_line_size, $compression)
-),
+WITH rec AS (SELECT * FROM kv_line_records($path, $delim, $max_line_size, $compression)),
 p AS (
   SELECT line, raw, blank, CASE WHEN NOT blank THEN kv_parse(raw, kv_openai_record()) END AS j
   FROM rec

@@ -153,6 +153,11 @@ CREATE OR REPLACE TEMP MACRO kv_read_lines(file, sep, line_bytes, codec) AS TABL
   SELECT raw FROM read_csv(file, columns = {'raw': 'VARCHAR'}, header = false, delim = sep, quote = '',
                            escape = '', auto_detect = false, max_line_size = line_bytes, compression = codec);
 
+-- The same lines as records of a streaming reader (ingest/openai.sql, ingest/anthropic.sql): every line, blank
+-- ones too, unnumbered: rows keep file order, and ingest/number_lines.sql numbers them afterwards.
+CREATE OR REPLACE TEMP MACRO kv_line_records(file, sep, line_bytes, codec) AS TABLE
+  SELECT CAST(NULL AS BIGINT) AS line, raw, kv_blank(raw) AS blank FROM kv_read_lines(file, sep, line_bytes, codec);
+
 -- KV bytes a session holds at t tokens of context (runner/audit/kv_pricing.py, Pricing.curve): every layer adds its
 -- bytes per token until its cap; the layers capped at c_i (a sliding window - 1, a chunk - 1) stop growing there
 -- (b_i of the per-token bytes); Mamba and linear-attention layers hold `constant` bytes whatever t. Three cap
