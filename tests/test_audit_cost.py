@@ -330,7 +330,7 @@ def test_cli_flags_reach_the_audit(tmp_path, capsys):
 def test_without_genai_prices_every_model_is_unpriced_with_the_reason(tmp_path, monkeypatch):
     import sys
 
-    from kvreport.runner.audit import cost
+    from kvreport.runner.audit import dollars as cost
 
     monkeypatch.setitem(sys.modules, "genai_prices", None)  # as on Python 3.10, where it cannot be installed
     cost.genai_info.cache_clear()

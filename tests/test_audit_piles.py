@@ -139,8 +139,8 @@ def test_progress_only_on_a_terminal(tmp_path, capsys):
 
 
 def test_slices_give_the_same_prompt_bloat_as_one_pass(tmp_path, monkeypatch):
-    """The bloat steps run per slice of calls (prompt_bloat.SLICE); slice edges must not lose or split a pair."""
-    import kvreport.runner.audit.prompt_bloat as prompt_bloat
+    """The bloat steps run per slice of calls (pipeline.SLICE); slice edges must not lose or split a pair."""
+    import kvreport.runner.audit.pipeline as pipeline
     from test_audit import _tokenizer
 
     words = "You are a bot . Reply in JSON please with keys q0 q1 q2 q3 q4 q5 q6 q7".split()
@@ -163,7 +163,7 @@ def test_slices_give_the_same_prompt_bloat_as_one_pass(tmp_path, monkeypatch):
         return rows
 
     whole = bloat(tmp_path / "whole.duckdb")
-    monkeypatch.setattr(prompt_bloat, "SLICE", 3)
+    monkeypatch.setattr(pipeline, "SLICE", 3)
     sliced = bloat(tmp_path / "sliced.duckdb")
     assert sliced == whole
     con = duckdb.connect(str(tmp_path / "sliced.duckdb"), read_only=True)

@@ -1,5 +1,5 @@
 """Every reject rule of every ingest (runner/audit/sql/ingest_*.sql, the shapes' common checks in
-calls_from_usage.sql, the sessions readers and the value macros) reached by one fixture line, with its
+ingest/calls_from_usage.sql, the sessions readers and the value macros) reached by one fixture line, with its
 reason asserted exactly. One `kvreport audit` per format: a valid first line, then one line per rule, so
 line N+1 is rule N; a rule whose check is dropped lets its line through as a call and the test names it.
 A meta-test reads the SQL and fails when a reject literal has no fixture here."""
@@ -101,7 +101,7 @@ def session(**over):
 # --- the rules, per format: (branch, line, reason) --------------------------------------------------------
 
 CASES = {
-    "openai": [  # ingest_openai.sql
+    "openai": [  # ingest/openai.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("no response object", {"session_id": "s"}, 'no "response" object (not an OpenAI log envelope)'),
         ("valid JSON that is not an object", "[1, 2]", 'no "response" object (not an OpenAI log envelope)'),
@@ -125,7 +125,7 @@ CASES = {
         ("cached > prompt", openai_env(prompt_tokens_details={"cached_tokens": 11}), "cached_tokens (11) > prompt_tokens (10)"),
         ("system > prompt", dict(openai_env(), system_tokens=11), "system_tokens (11) > prompt_tokens (10)"),
     ],
-    "anthropic": [  # ingest_anthropic.sql
+    "anthropic": [  # ingest/anthropic.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("error response type", envelope(response={"type": "error", "error": {"type": "overloaded_error"}}),
          "error response, no usage"),
@@ -149,7 +149,7 @@ CASES = {
         ("system > whole input", dict(anthropic_env(cache_read_input_tokens=5), system_tokens=16),
          "system_tokens (16) > total input (15)"),
     ],
-    "openai-chat": [  # ingest_openai_object.sql + calls_from_usage.sql
+    "openai-chat": [  # ingest/openai_object.sql + ingest/calls_from_usage.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("not an object", "[1]", "not a JSON object"),
         ("line-level error", {"id": "x", "error": {"code": "rate_limit", "message": "slow down"}},
@@ -192,7 +192,7 @@ CASES = {
         ("body not an object", batch_line("text"), "no response object"),
         ("body usage check", batch_line(chat(prompt_tokens=-7)), "usage.prompt_tokens is negative (-7)"),
     ],
-    "anthropic-message": [  # ingest_anthropic_message.sql + calls_from_usage.sql
+    "anthropic-message": [  # ingest/anthropic_message.sql + ingest/calls_from_usage.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("not an object", "3", "not a JSON object"),
         ("error object", {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
@@ -223,7 +223,7 @@ CASES = {
         ("negative cache_creation_input_tokens in a result", message_result(message(cache_creation_input_tokens=-2)),
          "usage.cache_creation_input_tokens is negative (-2)"),
     ],
-    "litellm": [  # ingest_litellm.sql + calls_from_usage.sql
+    "litellm": [  # ingest/litellm.sql + ingest/calls_from_usage.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("not an object", "[]", "not a JSON object"),
         ("not a LiteLLM line", {"id": "x", "model": "m"}, "not a LiteLLM log line (no call_type, no prompt_tokens)"),
@@ -249,7 +249,7 @@ CASES = {
          litellm(metadata='{"usage_object": {"prompt_tokens_details": {"cached_tokens": 11}}}'),
          "usage_object.prompt_tokens_details.cached_tokens (11) > prompt_tokens (10)"),
     ],
-    "langfuse": [  # ingest_langfuse.sql + calls_from_usage.sql
+    "langfuse": [  # ingest/langfuse.sql + ingest/calls_from_usage.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("not an object", "1", "not a JSON object"),
         ("no type", {"id": "o"}, "not a Langfuse observation (no type)"),
@@ -266,7 +266,7 @@ CASES = {
         ("startTime check", langfuse(startTime="yesterday"), "$.startTime is not a time (got yesterday)"),
         ("endTime check", langfuse(endTime="later"), "end time is not a time (got later)"),
     ],
-    "otel": [  # ingest_otel.sql: a rejected span is reported at its export's line
+    "otel": [  # ingest/otel.sql: a rejected span is reported at its export's line
         ("malformed JSON", "{not json", "malformed JSON"),
         ("not an OTLP export", {"other": 1}, "not an OTLP trace export (no resourceSpans)"),
         ("no input_tokens", otlp(span("b1", gen_ai__usage__input_tokens=None)), "span 1 (b1): gen_ai.usage.input_tokens missing"),
@@ -288,7 +288,7 @@ CASES = {
         ("second span of an export", otlp(span("ok2"), span("c2", gen_ai__usage__output_tokens=None)),
          "span 2 (c2): gen_ai.usage.output_tokens missing"),
     ],
-    "sessions": [  # sessions_jsonl.sql + ingest_sessions.sql
+    "sessions": [  # ingest/sessions_format_jsonl.sql + ingest/sessions_format.sql
         ("malformed JSON", "{not json", "malformed JSON"),
         ("no session_id", session(session_id="absent"), "session_id missing"),
         ("null session_id", session(session_id=None), "session_id missing"),
@@ -312,7 +312,7 @@ GOOD = {"openai": openai_env(), "anthropic": anthropic_env(), "openai-chat": cha
         "openai-batch": batch_line(), "anthropic-message": message(), "anthropic-batch": message_result(),
         "litellm": litellm(), "langfuse": langfuse(), "otel": otlp(span()), "sessions": session()}
 
-# The value macros (macros.sql), each kind once, through one field: every reader converts through them.
+# The value macros (setup/macros.sql), each kind once, through one field: every reader converts through them.
 MACRO_KINDS = [
     ("negative", -1, "is negative (-1)"),
     ("a fraction", 2.5, "is not an integer (got 2.5)"),
@@ -359,7 +359,7 @@ def test_every_kind_of_bad_count(tmp_path, kind, value, reason):
 
 
 SESSION_HEADER = "session_id,system_tokens,user_tokens,assistant_tokens,cached_input_tokens,first_seen"
-CSV_CASES = [  # sessions_csv.sql (ingest.py splits the records) + ingest_sessions.sql
+CSV_CASES = [  # ingest/sessions_format_csv.sql (ingest.py splits the records) + ingest/sessions_format.sql
     ("empty session_id", ",10,5,3,4,", "session_id missing"),
     ("empty system_tokens", "s3,,5,3,4,", "system_tokens missing"),
     ("text count", "s4,10,five,3,4,", 'user_tokens is not an integer (got "five")'),
@@ -375,7 +375,7 @@ def test_every_sessions_csv_rule(tmp_path):
     _check(audit_rejects(tmp_path, "sessions", lines, suffix=".csv"), CSV_CASES, first=3)
 
 
-PARQUET_CASES = [  # sessions_parquet.sql: typed columns keep their JSON type
+PARQUET_CASES = [  # ingest/sessions_format_parquet.sql: typed columns keep their JSON type
     ("null session_id", (None, 10.0, 5, "3"), "session_id missing"),
     ("a fractional DOUBLE", ("s3", 12.5, 5, "3"), "system_tokens is not an integer (got 12.5)"),
     ("negative", ("s4", 10.0, -5, "3"), "user_tokens is negative (-5)"),
@@ -412,9 +412,9 @@ def test_every_sessions_parquet_rule(tmp_path):
 
 
 @pytest.mark.parametrize("fmt, good, bad", [
-    ("openai", openai_env(), dict(openai_env(), meta={"t": "yesterday"})),          # rekey.sql over an envelope
+    ("openai", openai_env(), dict(openai_env(), meta={"t": "yesterday"})),          # ingest/rekey.sql over an envelope
     ("anthropic", anthropic_env(), dict(anthropic_env(), meta={"t": "yesterday"})),
-    ("openai-chat", chat(), dict(chat(), meta={"t": "yesterday"})),                # calls_from_usage.sql's label
+    ("openai-chat", chat(), dict(chat(), meta={"t": "yesterday"})),                # ingest/calls_from_usage.sql's label
 ])
 def test_a_bad_time_at_the_users_time_key_is_a_reject_naming_the_key(tmp_path, fmt, good, bad):
     log = tmp_path / "log.jsonl"
@@ -429,7 +429,7 @@ def test_a_bad_time_at_the_users_time_key_is_a_reject_naming_the_key(tmp_path, f
 
 
 def test_an_otlp_document_reports_its_rejected_spans(tmp_path):
-    """An export written as one pretty-printed JSON document (lines_doc.sql): each bad span is a reject with
+    """An export written as one pretty-printed JSON document (ingest/read_document.sql): each bad span is a reject with
     its position and id."""
     doc = tmp_path / "trace.json"
     doc.write_text(json.dumps(otlp(span(), span("d2", gen_ai__usage__input_tokens=-4)), indent=2), encoding="utf-8")
@@ -459,12 +459,12 @@ def test_a_negative_cache_write_never_reaches_a_session(tmp_path):
 # --- coverage of the SQL itself ---------------------------------------------------------------------------
 
 READERS = {  # which SQL files produce each format's reasons
-    "ingest_openai.sql": ["openai"], "ingest_anthropic.sql": ["anthropic"],
-    "ingest_openai_object.sql": ["openai-chat", "openai-response", "openai-batch"],
-    "ingest_anthropic_message.sql": ["anthropic-message", "anthropic-batch"],
-    "ingest_litellm.sql": ["litellm"], "ingest_langfuse.sql": ["langfuse"], "ingest_otel.sql": ["otel"],
-    "ingest_sessions.sql": ["sessions"], "sessions_jsonl.sql": ["sessions"], "sessions_csv.sql": ["sessions-csv"],
-    "calls_from_usage.sql": ["openai-chat", "openai-response", "openai-batch", "anthropic-message",
+    "ingest/openai_calls.sql": ["openai"], "ingest/anthropic.sql": ["anthropic"],
+    "ingest/openai_object.sql": ["openai-chat", "openai-response", "openai-batch"],
+    "ingest/anthropic_message.sql": ["anthropic-message", "anthropic-batch"],
+    "ingest/litellm.sql": ["litellm"], "ingest/langfuse.sql": ["langfuse"], "ingest/otel.sql": ["otel"],
+    "ingest/sessions_format.sql": ["sessions"], "ingest/sessions_format_jsonl.sql": ["sessions"], "ingest/sessions_format_csv.sql": ["sessions-csv"],
+    "ingest/calls_from_usage.sql": ["openai-chat", "openai-response", "openai-batch", "anthropic-message",
                              "anthropic-batch", "litellm", "langfuse"],
 }
 
@@ -480,15 +480,21 @@ def _code(sql: str) -> str:
     return re.sub(r"'(?:[^']|'')*'|--[^\n]*", lambda m: m.group(0) if m.group(0).startswith("'") else "", sql)
 
 
+def _literals(sql: str) -> list[str]:
+    """The strings reject CASE branches start with (`THEN 'reason...'`, `ELSE 'reason...'`)."""
+    return re.findall(r"(?:THEN|ELSE)\s+(?:format\()?'((?:[^']|'')*)'", sql)
+
+
 def test_every_reject_literal_in_the_ingest_sql_has_a_fixture():
     """Each string a reject CASE branch starts with (`THEN 'reason...'`, `ELSE 'reason...'`) is in some
     expected reason of the formats that file reads: a new rule without a fixture fails here."""
-    assert set(READERS) >= {p.name for p in SQL.glob("ingest_*.sql")}, "a new ingest file: add its formats here"
+    with_reasons = {f"ingest/{p.name}" for p in (SQL / "ingest").glob("*.sql") if _literals(_code(p.read_text()))}
+    assert set(READERS) >= with_reasons, "a new ingest file with reject reasons: add its formats here"
     missing = []
     for name, formats in READERS.items():
         sql = _code((SQL / name).read_text(encoding="utf-8"))
         expected = [r for f in formats for r in _reasons(f)]
-        for literal in re.findall(r"(?:THEN|ELSE)\s+(?:format\()?'((?:[^']|'')*)'", sql):
+        for literal in _literals(sql):
             text = literal.replace("''", "'").split("{}")[0]
             # reasons are phrases (or start one: 'result ' || type); single words are labels (a usage kind)
             if " " in text and not any(text in r for r in expected):

@@ -1,6 +1,6 @@
 """The fast paths of the prompt-bloat steps give what the plain definitions give (issue 12).
 
-content.sql reads plain messages as whole lists and every other call one row per message; pairs.sql finds
+bloat/content.sql reads plain messages as whole lists and every other call one row per message; bloat/pairs.sql finds
 lcp_chars message by message and then within one message's line. Both are checked here against the
 definitions spelled out: the per-message statement for every call, and the common prefix of the rebuilt
 prompt texts, character by character in Python.
@@ -87,36 +87,37 @@ class _Checked(Exception):
 
 
 def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypatch):
-    import kvreport.runner.audit.prompt_bloat as pb
+    from kvreport.runner.audit import engine, pipeline
     from kvreport.runner.audit.sqlfiles import run_sql, statements
 
     log = tmp_path / "chat.jsonl"
     _log(log)
     seen = {}
-    real_extract = pb.extract
+    real_tokenize = engine.HOOKS["tokenize"]
 
-    def extract(con, tok):
-        n = real_extract(con, tok)
+    def tokenize(con, p):  # the last step of the bloat extraction (pipeline.SESSION_FIGURES)
+        real_tokenize(con, p)
         cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line"
         fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
-        # every call again through the per-message statement (bloat_content_rest.sql)
+        # every call again through the per-message statement (bloat/content_rest.sql)
         con.execute("UPDATE _content SET roles = NULL")
-        slow_insert, drop = statements("bloat_content_rest")
+        slow_insert, drop = statements("bloat/content_rest")
         for stmt in (slow_insert, drop):
             con.execute(stmt[0], {"lo": 0, "hi": 1 << 40})
         seen["fast"], seen["slow"] = fast, con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
         seen["plain"] = con.execute(
             """SELECT count(*) FROM _staged WHERE starts_with(content, '{"system":null,"messages":[')""").fetchone()[0]
-        run_sql(con, "bloat_macros")
-        run_sql(con, "pairs")
+        run_sql(con, "bloat/macros")
+        run_sql(con, "bloat/pairs")
         seen["rest"] = con.execute(
             "SELECT count(*) FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL").fetchone()[0]
-        pb._sliced(con, "bloat_lcp_rest", con.execute("SELECT max(rid) FROM _content").fetchone()[0])
+        pipeline.run(con, ("bloat/lcp_rest per slice",),
+                     {"last_rid": con.execute("SELECT max(rid) FROM _content").fetchone()[0]})
         seen["pairs"] = con.execute("SELECT rid, prev_rid, lcp_chars, prompt_chars, prev_chars FROM _pairs").fetchall()
         seen["texts"] = _prompts(con)
         raise _Checked
 
-    monkeypatch.setattr(pb, "extract", extract)
+    monkeypatch.setitem(engine.HOOKS, "tokenize", tokenize)
     with pytest.raises(_Checked):
         execute([log], db=tmp_path / "a.duckdb", echo=lambda *_: None)
     assert seen["fast"] == seen["slow"] and len(seen["fast"]) > 200 and seen["plain"] > 100
@@ -136,8 +137,8 @@ def _con(threads: int):
 
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
-    run_sql(con, "macros")
-    run_sql(con, "bloat_macros")
+    run_sql(con, "setup/macros")
+    run_sql(con, "bloat/macros")
     return con
 
 
@@ -160,7 +161,7 @@ def test_prompt_text_keeps_message_order(threads):
 
 
 def test_token_prefix_search_matches_the_definition():
-    """lcp_tokens.sql (the last common id first, then the binary search over the new part only) against the
+    """bloat/lcp_tokens.sql (the last common id first, then the binary search over the new part only) against the
     common prefix counted id by id."""
     rnd = random.Random(5)
     ids, pairs = [], []
@@ -179,14 +180,14 @@ def test_token_prefix_search_matches_the_definition():
     con.execute("CREATE TEMP TABLE _pairs (rid BIGINT, prev_rid BIGINT)")
     con.executemany("INSERT INTO _pairs VALUES (?, ?)", pairs)
     from kvreport.runner.audit.sqlfiles import run_sql
-    run_sql(con, "lcp_tokens")
+    run_sql(con, "bloat/lcp_tokens")
     got = dict(con.execute("SELECT rid, lcp_tokens FROM _lcp_tokens").fetchall())
     by_rid = dict(ids)
     assert got == {r: _lcp(by_rid[p], by_rid[r]) for r, p in pairs}
     assert len({v for v in got.values()}) > 10
 
 
-# Logged messages as raw JSON text, the odd ones included: content.sql reads a call through the plain path only
+# Logged messages as raw JSON text, the odd ones included: bloat/content.sql reads a call through the plain path only
 # when that gives exactly what the per-message statement gives.
 _ODD_MESSAGES = [
     '{"role":"user","content":"hi"}', '{"role":"assistant","content":"ok\\n"}', '{"role":"system","content":"sys A"}',
@@ -245,27 +246,27 @@ def _odd_contents(rnd) -> list[str]:
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_plain_path_matches_the_per_message_path_on_odd_json(threads):
-    """content.sql against bloat_content_rest.sql for every call, on hand-made JSON: non-string roles and
+    """bloat/content.sql against bloat/content_rest.sql for every call, on hand-made JSON: non-string roles and
     contents, null and missing fields, keys in other case or given twice, escapes, huge strings, messages that
     are not a list. The plain path must take a good share of the calls and give exactly what the per-message
     statement gives for them."""
-    import kvreport.runner.audit.prompt_bloat as pb
+    from kvreport.runner.audit import engine, pipeline
     from kvreport.runner.audit.sqlfiles import run_sql, statements
 
     docs = _odd_contents(random.Random(threads))
     con = _con(threads)
-    run_sql(con, "staged")
+    run_sql(con, "setup/staged")
     con.executemany("""INSERT INTO _staged (source, line, session_id, start_time, input_tokens, cached_input_tokens, content)
                        VALUES ('odd', ?, 's' || (? % 7), make_timestamp(2025, 1, 1, 0, 0, ? % 60), 10, 0, ?)""",
                     [(i, i, i, d) for i, d in enumerate(docs)])
-    run_sql(con, "content")
+    run_sql(con, "bloat/content")
     plain = con.execute("SELECT count(*) FROM _content WHERE len(roles) > 0").fetchone()[0]
     con.execute("DROP TABLE _content")
-    pb.extract(con, None)
+    pipeline.run(con, pipeline.BLOAT_EXTRACT, {"tokenizer": None}, engine.HOOKS)
     cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line, t, input_tokens"
     fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
     con.execute("UPDATE _content SET roles = NULL")
-    for stmt, _ in statements("bloat_content_rest"):
+    for stmt, _ in statements("bloat/content_rest"):
         con.execute(stmt, {"lo": 0, "hi": 1 << 40})
     slow = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
     assert len(fast) == len(slow) > 700 and 300 < plain < len(fast)

@@ -1,12 +1,18 @@
-"""Token audits of LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, prompt bloat.
+"""Token audits of LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, prompt bloat, dollars.
 
+    pipeline.py   the audit's steps in the order they run, as data (each step a file of sql/ or a Python step)
+    engine.py     one audit: the pipeline's phases on one connection; scratch state in the temp catalog, the
+                  figures written once into the DB's tables in one transaction (a failed audit writes nothing)
     ingest.py     which format a file is, and reading it (DuckDB does the per-record work, in SQL)
-    engine.py     one audit: ingest -> normalised calls -> metrics, in temporary tables, then one
-                  transaction copies everything into the DB (so a failed audit writes nothing)
-    pricing.py    KV bytes of a session at its own length (model_facts curve: caps, constant states; measured slope)
+    kv_pricing.py KV bytes of a session at its own length (model_facts curve: caps, constant states; measured slope)
+    dollars.py    the bill: rates looked up once per model (genai-prices, --prices), priced per call in SQL
+    prompt_bloat.py  the Python steps of the prompt-bloat analysis (tokenizer, slices)
+    distributed.py   the same phases as Ray tasks; remote.py: s3:// logs
     tokenizer.py  local Hugging Face tokenizers for --tokenizer (never downloads)
     demo.py       the built-in demo workload `kvreport run` audits
+    sqlfiles.py   runs the .sql files of sql/ with the parameters each statement names
+    sql/          every query the audit runs, by stage: setup/ (settings, macros, scratch tables), ingest/ (one
+                  reader per format), metrics/ (per session and audit-wide), bloat/, cost/, store/ (the calls,
+                  labels, rejects), kv/ (what the DB measured); the site's queries are analysis/queries/audit_*.sql
     (tables)      the audit tables are part of the schema: runner/core/schema/*.sql
-    sqlfiles.py   runs the .sql files of sql/ with bound parameters
-    sql/          every query the audit runs (the site's queries are analysis/queries/audit_*.sql)
 """

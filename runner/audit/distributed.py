@@ -41,13 +41,13 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import UserError
-from . import cost, engine
+from . import dollars, engine, pipeline
 from .ingest import Source
 
 FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
 _TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
 _RETRY_ON = (OSError, MemoryError)  # besides a dead worker: what may go away on a second try
-# The columns of _staged a map writes per call (staged.sql), in its order.
+# The columns of _staged a map writes per call (setup/staged.sql), in its order.
 _STAGED = ("source", "line", "blank", "format", "reason", "session_id", "start_time", "end_time", "disconnected_at",
            "provider_name", "request_model", "response_model", "input_tokens", "cached_input_tokens",
            "cache_creation_input_tokens", "output_tokens", "system_tokens", "system_tokens_source", "content")
@@ -138,7 +138,7 @@ def _connect(opts: engine.AuditOptions, tmpdir: str):
     from ..core.store import apply_steps, connect
 
     con = connect()
-    apply_steps(con, 0)  # the audit tables' definitions, so setup() can make their TEMP twins
+    apply_steps(con, 0)  # the audit tables, which the per-session figures are written into
     engine.setup(con, tmpdir, opts)
     return con
 
@@ -189,7 +189,7 @@ def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOpti
         con = _connect(opts, tmpdir)
         try:
             stats = engine.read_logs(con, sources, tmpdir, opts)
-            keys = cost.key_spans(con)
+            keys = dollars.key_spans(con)
             t_log_end = engine.log_end(con)
             # Every valid call inside --since/--until (the prompt-bloat analysis reads no others either).
             # map_rid keeps each file's rows in their order (the rid tie-breaks of prompt_bloat).
@@ -237,7 +237,8 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
                 _copy(con, f"SELECT * FROM {name}", attempt / f"{name}.parquet")
             if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_repeat_parts'").fetchone()[0]:
                 _copy(con, "SELECT * FROM _repeat_parts", attempt / "_repeat_parts.parquet")
-            columns = ", ".join(dict.fromkeys(engine.ROW_COLUMNS + engine.LABEL_COLUMNS))
+            columns = ", ".join(dict.fromkeys(engine.own_columns(con, "token_call_rows")
+                                              + engine.own_columns(con, "token_call_labels")))
             con.execute(f"COPY (SELECT {columns} FROM _calls_priced) TO '{_quote(attempt / 'calls.parquet')}' "
                         "(FORMAT PARQUET)")
             calls = con.execute("SELECT sum(n_calls) FROM _call_stats").fetchone()[0] or 0
@@ -393,8 +394,9 @@ class Cluster:
     def run_audit(self, con, paths: list, opts: engine.AuditOptions, *, audit_id: str, run_id: int | None,
                   model: str, pricing, memory, tokenizer=None, tokenizer_path: str | None = None,
                   strict: bool = False, origins: dict[Path, str] | None = None) -> engine.AuditResult:
-        """The audit of `paths`, computed by Ray tasks, its tables left in `con`'s temp tables and views (over
-        this Cluster's scratch Parquet) for engine.persist, as engine.run_audit leaves them."""
+        """The audit of `paths`, computed by Ray tasks, its figures written into `con`'s tables in the open
+        transaction and its calls and rejects in views over this Cluster's scratch Parquet, for engine.persist,
+        as engine.run_audit leaves them."""
         started = time.perf_counter()
         assert self._scratch is not None, "use Cluster as a context manager"
         engine.setup(con, str(self._scratch), opts)
@@ -407,35 +409,36 @@ class Cluster:
         counts = {k: sum(r["stats"][k] for r in maps.values()) for k in ("n_calls", "n_rejects", "content_calls")}
         con.execute("CREATE OR REPLACE TEMP TABLE _staged_stats AS SELECT * FROM read_parquet(?)",
                     [[str(self._scratch / f"map-{i}" / "staged_stats.parquet") for i in sorted(maps)]])
-        con.execute("CREATE OR REPLACE TEMP VIEW token_rejects AS SELECT CAST(NULL AS VARCHAR) AS audit_id, "
-                    "CAST(NULL AS INTEGER) AS run_id, source, line, reason FROM "
+        con.execute("CREATE OR REPLACE TEMP VIEW _rejects AS SELECT source, line, reason FROM "
                     + _parquet([self._scratch / f"map-{i}" / "rejects.parquet" for i in sorted(maps)]))
         rejects = engine.first_rejects(con)
         engine.check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)
-        keys = cost.merge_keys([r["keys"] for r in maps.values()])
+        keys = dollars.merge_keys([r["keys"] for r in maps.values()])
         ends = [r["t_log_end"] for r in maps.values() if r["t_log_end"] is not None]
         fig = engine.Figures(dict(audit_id=audit_id, run_id=run_id), pricing.curve(),
-                             counts["content_calls"], tokenizer, price_rows=cost.price_table(keys, opts.price_book),
+                             counts["content_calls"], tokenizer, price_rows=dollars.price_table(keys, opts.price_book),
                              n_price_keys=len(keys), t_log_end=max(ends) if ends else None)
         folders = self._reduce(run, maps, opts, replace(fig, tokenizer=None), tokenizer_path)
         for name in _SESSION_PARTS:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {_parquet(folders, name)}")
-        engine.run_sql(con, "seg_window")
+        engine.run_sql(con, "metrics/seg_window")
         self._time(run, folders, opts, con.execute("SELECT t0, t1, n, active_session_s FROM _seg_window").fetchone())
 
         phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
+        engine.begin_results(con)
         for name in _TIME_PARTS:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM "
                         f"{_parquet([f / 'time' for f in folders], name)}")
         for name in ("token_audit", "token_bloat"):
-            con.execute(f"INSERT INTO temp.main.{name} BY NAME SELECT * FROM {_parquet(folders, name)}")
+            con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM {_parquet(folders, name)}")
         with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
         if with_repeats:
             con.execute(f"CREATE OR REPLACE TEMP TABLE _repeat_parts AS SELECT * FROM "
                         f"{_parquet(with_repeats, '_repeat_parts')}")
-        cost.prepare(con, rows=fig.price_rows, n_keys=fig.n_price_keys)
+        pipeline.run(con, pipeline.PRICE_ROWS, dict(price_rows=fig.price_rows, n_price_keys=fig.n_price_keys),
+                     engine.HOOKS)
         con.execute(f"CREATE OR REPLACE TEMP VIEW _calls_priced AS SELECT * FROM {_parquet(folders, 'calls')}")
-        engine.run_sql(con, "calls_labelled")
+        engine.run_sql(con, "store/calls_labelled", engine.store_columns(con))
         summary = engine.audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                        started=started)
         self.run_info.phase_seconds["combine"] = time.perf_counter() - phase_started

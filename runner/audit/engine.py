@@ -1,9 +1,10 @@
-"""One token audit, start to finish, on a DuckDB connection.
+"""One token audit, start to finish, on a DuckDB connection; the steps and their order are pipeline.py's.
 
-Everything is computed in TEMPORARY tables named like the DB's own (temp tables shadow them), with no
-transaction open, so a file that fails half-way costs nothing. Only then does `persist` copy the results
-into the DB in ONE transaction: an audit is stored whole or not at all. The demo audit inside
-`kvreport run` uses the same code on an in-memory connection and hands its rows to the run's store.
+The logs are read into scratch tables (pipeline.SCRATCH) with no transaction open, so a file that fails
+half-way costs nothing. Then `begin_results` opens ONE transaction, every figure is written into its DB table
+once (each row carries the audit's id; the readers filter on it), and `persist` writes the calls and rejects
+and commits: an audit is stored whole or not at all. The demo audit inside `kvreport run` uses the same code
+on an in-memory connection and hands its rows to the run's store (`fetch`).
 """
 from __future__ import annotations
 
@@ -17,31 +18,16 @@ from typing import Callable
 
 from ..core.errors import UserError
 from ..core.store import rollback_quietly
-from . import cost, prompt_bloat
+from . import dollars, pipeline, prompt_bloat
 from .ingest import Keys, Source, describe_sources, detect, ingest
-from .pricing import Memory, Pricing
-from .sqlfiles import run_sql
+from .kv_pricing import Memory, Pricing
+from .sqlfiles import one, rows, run_sql, value
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
-_SCRATCH = ("_staged", "_lines", "_sess_raw", "_seg", "_call_labels", "_staged_stats", "_call_stats",
-            "_seg_window_parts", "_seg_window", "_timeline_parts", "_ttl_parts", "_ttl_evicted", "_label_parts")
 # The audit tables of the DB (their DDL is the store's: runner/core/schema/*.sql), in the order they are written.
 TABLES = ("audits", "token_call_labels", "token_call_rows", "token_rejects", "token_audit", "token_leakage",
           "token_ttl_sweep", "token_bloat", "token_repeats", "token_prices")
-# Views over _staged, not copies: this audit's calls and rejects (sql/move.sql), the calls with their costs and
-# label (sql/call_labels.sql).
-_VIEWS = ("token_calls", "token_rejects", "_calls_labelled", "_timed_calls")
-# Written from those views when the audit is stored, so they have no TEMP twins (the DB's token_calls view
-# reads the first two, and a TEMP table of the same name would shadow the DB's own).
-_FROM_VIEWS = ("token_call_labels", "token_call_rows", "token_rejects")
-# token_call_rows' own columns (the rest of token_calls is its label's): runner/core/schema/006_narrow_calls.sql.
-ROW_COLUMNS = ("line", "session_id", "start_time", "end_time", "disconnected_at", "input_tokens",
-                "cached_input_tokens", "cache_creation_input_tokens", "output_tokens", "system_tokens",
-                "input_cost_usd", "cache_read_cost_usd", "cache_write_cost_usd", "output_cost_usd", "cost_usd")
-_ANY_ORDER = ("token_call_rows", "token_audit")  # written in any order (see persist)
-LABEL_COLUMNS = ("source", "format", "provider_name", "request_model", "response_model", "system_tokens_source",
-                  "price_source", "price_snapshot_date")
 
 
 class NothingValid(UserError):
@@ -75,8 +61,9 @@ class AuditOptions:
     threads: int | None = None
     min_repeat_chars: int = 24
     max_repeat_rows: int = 200
-    price_book: cost.PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
+    price_book: dollars.PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
     gpu_hour_price: float | None = None      # USD per GPU-hour: idle KV memory in dollars
+    fast_read: bool = True          # let clean files take the fast reader (ingest._fast_path); False: line-exact
 
     @property
     def kv_max_bytes(self) -> int:
@@ -93,51 +80,33 @@ class AuditResult:
     # (by label_hash), "strings" (two labels share a hash, so by the strings themselves)
     label_lookup: str = "hash"
     unnamed_calls: int = 0          # calls that named no session (each is its own)
+    readers: dict[str, str] = field(default_factory=dict)  # each file's reader (ingest.ingest's answer)
 
 
 def setup(con, tmpdir: str, opts: AuditOptions) -> None:
-    """Ready `con` for an audit: settings, the TEMP twins of the audit tables, the macros, an empty _staged."""
-    con.execute("SET TimeZone = 'UTC'")  # naive timestamps are UTC; offsets in logs are converted
-    con.execute("SET temp_directory = ?", [tmpdir])  # where DuckDB spills when over memory_limit
-    if opts.memory_limit:
-        con.execute("SET memory_limit = ?", [opts.memory_limit])
-    if opts.threads:
-        con.execute(f"SET threads = {int(opts.threads)}")
-    catalog = _catalog(con)
-    for name in TABLES:  # the audit works in TEMP twins of the DB's own tables (same columns, no rows)
-        if name not in _FROM_VIEWS:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {catalog}.main.{name} LIMIT 0")
-    run_sql(con, "macros")
-    run_sql(con, "parse_try" if _has_try(con) else "parse_valid")
-    run_sql(con, "staged")
-    run_sql(con, "move")
-
-
-def _catalog(con) -> str:
-    """The DB file's catalog, quoted (TEMP tables of the same names shadow its tables)."""
-    db = con.execute("SELECT current_database()").fetchone()[0]
-    return '"' + db.replace('"', '""') + '"'
-
-
-def _n_staged(con) -> int:
-    return con.execute("SELECT count(*) FROM _staged").fetchone()[0]
+    """Ready `con` for an audit: settings, the macros, an empty _staged (pipeline.SETUP)."""
+    pipeline.run(con, pipeline.SETUP, dict(tmpdir=tmpdir, memory_limit=opts.memory_limit,
+                                           threads=int(opts.threads) if opts.threads else None,
+                                           has_try=_has_try(con)))
 
 
 def _has_try(con) -> bool:
     try:
-        con.execute("SELECT try(1)").fetchall()
+        run_sql(con, "setup/try_probe").fetchall()
         return True
     except Exception:  # noqa: BLE001 - DuckDB before 1.3
         return False
 
 
+def begin_results(con) -> None:
+    """Open the one transaction the audit's figures are written in (`persist` commits it)."""
+    con.execute("BEGIN TRANSACTION")
+
+
 def cleanup(con) -> None:
-    cost.cleanup(con)
-    prompt_bloat.cleanup(con)
-    for name in _VIEWS:
-        con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
-    for name in [t for t in TABLES if t not in _FROM_VIEWS] + list(_SCRATCH):
-        con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+    """Undo an audit that was not stored (its open transaction, if any) and drop all its scratch state."""
+    rollback_quietly(con)
+    pipeline.drop_scratch(con)
 
 
 def spor_reason(tok: Tokenizer | None, content_calls: int) -> str:
@@ -154,31 +123,29 @@ def spor_reason(tok: Tokenizer | None, content_calls: int) -> str:
 # read_logs per share of the files, session_figures and time_parts per partition of the sessions, and
 # audit_figures once, on the shares' *_parts tables (sums, extremes, firsts: each phase's SQL says which).
 
-def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions) -> dict:
+def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions,
+              readers: dict[str, str] | None = None) -> dict:
     """Phase 1: every record of `sources` into _staged (valid or with its reject reason), --since/--until
-    applied, and _staged_stats (staged_stats.sql), returned as a dict."""
+    applied, and _staged_stats (ingest/staged_stats.sql), returned as a dict. `readers` gets which reader read
+    each file."""
     for i, src in enumerate(sources, 1):
-        t_file, rows_before = time.perf_counter(), _n_staged(con)
+        t_file, rows_before = time.perf_counter(), value(con, "ingest/staged_rows")
         if opts.on_file:
             opts.on_file(i, len(sources), src, None, None)
-        ingest(con, src, tmpdir, opts.keys)
+        how = ingest(con, src, tmpdir, opts.keys, fast=opts.fast_read)
+        if readers is not None:
+            readers[src.label] = how
         if opts.on_file:
-            opts.on_file(i, len(sources), src, _n_staged(con) - rows_before, time.perf_counter() - t_file)
-    if opts.since or opts.until:
-        run_sql(con, "window", since=opts.since, until=opts.until)
-    run_sql(con, "staged_stats")
-    return _row(con, "SELECT * FROM _staged_stats")
-
-
-def _row(con, sql: str) -> dict:
-    cur = con.execute(sql)
-    return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+            opts.on_file(i, len(sources), src, value(con, "ingest/staged_rows") - rows_before,
+                         time.perf_counter() - t_file)
+    pipeline.run(con, pipeline.READ_END, dict(window=bool(opts.since or opts.until), since=opts.since,
+                                              until=opts.until))
+    return one(con, "ingest/staged_stats")
 
 
 def first_rejects(con, limit: int = 20) -> list[dict]:
-    """The first rejects (by file and line) of token_rejects, for the command's output."""
-    return [dict(source=r[0], line=r[1], reason=r[2]) for r in con.execute(
-        "SELECT source, line, reason FROM temp.main.token_rejects ORDER BY source, line LIMIT ?", [limit]).fetchall()]
+    """The first rejects (by file and line), for the command's output."""
+    return rows(con, "store/first_rejects", limit=limit)
 
 
 def check_records(paths: list, n_calls: int, n_rejects: int, rejects: list[dict], strict: bool) -> None:
@@ -196,69 +163,76 @@ def check_records(paths: list, n_calls: int, n_rejects: int, rejects: list[dict]
 class Figures:
     """What the per-session phases need to know of the whole audit, besides their own calls."""
     ids: dict                      # audit_id, run_id
-    curve: dict                    # pricing.curve(): the KV bytes of a session at each length (SQL parameters)
+    curve: dict                    # kv_pricing.curve(): the KV bytes of a session at each length (SQL parameters)
     content_calls: int             # the audit's valid calls with logged messages
     tokenizer: Tokenizer | None = None
-    price_rows: list[tuple] | None = None  # cost.price_table's rows for the whole audit (None: these calls')
+    price_rows: list[dict] | None = None  # dollars.price_table's rows for the whole audit (None: these calls')
     n_price_keys: int | None = None
     t_log_end: float | None = None  # the audit's last activity, epoch s (`log_end`; None: these calls' own)
 
 
+def _params(opts: AuditOptions, fig: Figures, **more) -> dict:
+    """The audit's parameters, as every step of pipeline.py sees them (each statement takes those it names)."""
+    return dict(**fig.ids, **fig.curve, tokenizer=fig.tokenizer, has_tokens=fig.tokenizer is not None,
+                content_calls=fig.content_calls,
+                idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end, spor_max=opts.spor_max,
+                kv_max_bytes=opts.kv_max_bytes, spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
+                min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows, buckets=opts.buckets,
+                ttls=[float(t) for t in opts.ttls_s], price_book=opts.price_book, price_rows=fig.price_rows,
+                n_price_keys=fig.n_price_keys, gpu_hour_price=opts.gpu_hour_price, **more)
+
+
+def _duration(con, p: dict) -> None:
+    p["duration_s"] = time.perf_counter() - p["started"]
+
+
+def _start_pricing(con, p: dict) -> None:
+    p["pricing_started"] = time.perf_counter()
+
+
+def _pricing_time(con, p: dict) -> None:
+    p["pricing_s"] = time.perf_counter() - p["pricing_started"]
+
+
+# The Python steps of pipeline.py, by name.
+HOOKS = {**prompt_bloat.HOOKS, **dollars.HOOKS, "duration": _duration, "start_pricing": _start_pricing,
+         "pricing_time": _pricing_time}
+
+
 def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
     """Phase 2, from _staged: every per-session figure (token_audit, token_bloat, _seg and the costs) and the
-    *_parts tables the audit-wide figures are summed from (_call_stats, _seg_window_parts, _price_parts,
-    _whatif_parts, _label_parts, _repeat_parts). Needs only the calls of whole sessions."""
-    local_content = prompt_bloat.extract(con, fig.tokenizer)
-    cost.prepare(con, opts.price_book, rows=fig.price_rows, n_keys=fig.n_price_keys)
-    ids = fig.ids
-    run_sql(con, "timed_calls")
-    run_sql(con, "segments", **fig.curve, idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end)
-    run_sql(con, "sessions", **ids, **fig.curve, spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
-            spor_max=opts.spor_max, kv_max_bytes=opts.kv_max_bytes)
-    run_sql(con, "seg_window_parts")
-    prompt_bloat.analyse(con, ids, fig.tokenizer, local_content, min_repeat_chars=opts.min_repeat_chars,
-                         max_repeat_rows=opts.max_repeat_rows)
-    run_sql(con, "call_stats")
-    run_sql(con, "cost_price_parts")
-    run_sql(con, "cost_whatif_parts")
-    run_sql(con, "calls_labelled")
-    run_sql(con, "call_labels")
+    *_parts tables the audit-wide figures are summed from (pipeline.SESSION_FIGURES). Needs only the calls of
+    whole sessions."""
+    pipeline.run(con, pipeline.SESSION_FIGURES, _params(opts, fig), HOOKS, store_columns(con))
 
 
 def log_end(con) -> float | None:
     """The last activity or disconnect of the calls on `con` (epoch s), None where none has a time."""
-    run_sql(con, "timed_calls")
-    return con.execute("SELECT t_log_end FROM kv_log_end()").fetchone()[0]
+    run_sql(con, "metrics/timed_calls")
+    return value(con, "metrics/log_end")
 
 
 def time_parts(con, opts: AuditOptions) -> None:
     """Phase 3, from _seg and the whole audit's _seg_window: the leakage timeline's and the TTL sweep's sums
     (_timeline_parts, _ttl_parts, _ttl_evicted)."""
-    run_sql(con, "timeline_parts", buckets=opts.buckets)
-    run_sql(con, "ttl_parts", buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s])
+    pipeline.run(con, pipeline.TIME_PARTS, dict(buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s]))
 
 
 def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source], model: str, pricing: Pricing,
                   memory: Memory, started: float) -> dict:
     """Phase 4, from the *_parts tables and token_audit / token_bloat: the audit-wide tables (token_leakage,
     token_ttl_sweep, token_repeats, token_prices, audits, _call_labels); returns the audits row."""
-    ids, bpt, tok = fig.ids, float(fig.curve["bytes_per_token"]), fig.tokenizer
-    run_sql(con, "timeline", **ids, buckets=opts.buckets)
-    run_sql(con, "ttl", **ids, buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s],
-            memory_bytes=memory.bytes, memory_source=memory.source)
-    prompt_bloat.repeats(con, ids, tok, fig.content_calls, max_repeat_rows=opts.max_repeat_rows)
+    tok = fig.tokenizer
     sources_text, fmt_text = describe_sources(sources)
-    run_sql(con, "summary", **ids, created_at=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None),
-            sources=sources_text, format=fmt_text, model=model, bytes_per_token=bpt,
-            kv_bytes_source=pricing.source, kv_bytes_detail=pricing.detail,
-            spor_reason=spor_reason(tok, fig.content_calls), idle_timeout=float(opts.idle_timeout_s),
-            memory_bytes=memory.bytes, memory_source=memory.source, tokenizer=tok.name if tok else None,
-            spor_max=opts.spor_max, kv_max_bytes=opts.kv_max_bytes, content_calls=fig.content_calls,
-            bloat_reason=prompt_bloat.reason(tok, fig.content_calls), duration_s=time.perf_counter() - started,
-            session_keys=" | ".join(opts.keys.session) or None, time_keys=" | ".join(opts.keys.time) or None)
-    cost.price_calls(con, **ids, gpu_hour_price=opts.gpu_hour_price)
-    run_sql(con, "call_label_ids")
-    return _row(con, "SELECT * FROM temp.main.audits")
+    params = _params(opts, fig, memory_bytes=memory.bytes, memory_source=memory.source,
+                     created_at=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None), sources=sources_text,
+                     format=fmt_text, model=model, kv_bytes_source=pricing.source, kv_bytes_detail=pricing.detail,
+                     tokenizer_name=tok.name if tok else None,
+                     bloat_reason=prompt_bloat.reason(tok, fig.content_calls),
+                     session_keys=" | ".join(opts.keys.session) or None,
+                     time_keys=" | ".join(opts.keys.time) or None, started=started)
+    pipeline.run(con, pipeline.AUDIT_FIGURES, params, HOOKS, store_columns(con))
+    return one(con, "metrics/audit_row", audit_id=fig.ids["audit_id"])
 
 
 def detect_all(con, paths: list[str | Path], fmt: str, origins: dict[Path, str] | None = None) -> list[Source]:
@@ -271,99 +245,97 @@ def detect_all(con, paths: list[str | Path], fmt: str, origins: dict[Path, str] 
 def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
               model: str, pricing: Pricing, memory: Memory, tokenizer: Tokenizer | None = None,
               strict: bool = False, origins: dict[Path, str] | None = None) -> AuditResult:
-    """Read `paths`, compute every audit table in temp tables on `con`. Raises (and leaves nothing
-    behind but scratch temp tables, which `cleanup` drops) when nothing valid was read or, with
-    `strict`, when anything was rejected."""
+    """Read `paths` and write every audit figure into the DB's tables on `con`, in the transaction
+    `begin_results` opens (`persist` stores the calls and commits). Raises (and leaves nothing behind but
+    scratch state and that transaction, which `cleanup` drops) when nothing valid was read or, with `strict`,
+    when anything was rejected."""
     started = time.perf_counter()
     tmpdir = opts.workdir or tempfile.mkdtemp(prefix="kvreport-audit-")
     try:
         setup(con, tmpdir, opts)
         sources = detect_all(con, paths, opts.fmt, origins)
-        counts = read_logs(con, sources, tmpdir, opts)
+        readers: dict[str, str] = {}
+        counts = read_logs(con, sources, tmpdir, opts, readers)
         rejects = first_rejects(con)
         check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)
         fig = Figures(dict(audit_id=audit_id, run_id=run_id), pricing.curve(),
                       counts["content_calls"], tokenizer)
+        begin_results(con)
         session_figures(con, opts, fig)
-        run_sql(con, "seg_window")  # one share: the whole audit's span is its own
+        run_sql(con, "metrics/seg_window")  # one share: the whole audit's span is its own
         time_parts(con, opts)
         summary = audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                 started=started)
         return AuditResult(audit_id, summary, sources, rejects, label_lookup=label_lookup(con),
-                           unnamed_calls=unnamed_calls(con))
+                           unnamed_calls=unnamed_calls(con), readers=readers)
     finally:
         if not opts.workdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def unnamed_calls(con) -> int:
-    return int(con.execute("SELECT coalesce(sum(n_unnamed), 0) FROM _call_stats").fetchone()[0])
+    return int(value(con, "metrics/unnamed_calls"))
 
 
 def label_lookup(con) -> str:
-    if con.execute("SELECT count(*) FROM _call_labels").fetchone()[0] == 1:
+    """How each call finds its label when stored: "one", "hash" or "strings" (see AuditResult)."""
+    if one(con, "store/label_counts")["labels"] == 1:
         return "one"
     return "hash" if labels_hash_apart(con) else "strings"
 
 
 def labels_hash_apart(con) -> bool:
     """True when no two of this audit's call labels share a label_hash (so a call finds its label by it)."""
-    labels, hashes = con.execute("SELECT count(*), count(DISTINCT label_hash) FROM _call_labels").fetchone()
-    return labels == hashes
+    counts = one(con, "store/label_counts")
+    return counts["labels"] == counts["hashes"]
 
 
-def _select(name: str, result: AuditResult, ordered: bool = False) -> str:
-    """SELECT of one audit table, with the audit's ids as the parameters $audit_id and $run_id. `ordered`:
-    the calls in file order too (a big audit writes them in any order, each with its line)."""
-    ids = "CAST($audit_id AS VARCHAR) AS audit_id, CAST($run_id AS INTEGER) AS run_id"
-    if name == "token_call_labels":
-        return f"SELECT {ids}, label_id, {', '.join(LABEL_COLUMNS)} FROM _call_labels ORDER BY label_id"
-    if name == "token_call_rows":
-        columns = ", ".join("c." + c for c in ROW_COLUMNS)
-        if result.label_lookup == "one":  # one big log of one model, the common case: no hash, no join
-            return (f"SELECT {ids}, 1 AS label_id, {columns} FROM _calls_priced c"
-                    + (" ORDER BY c.line" if ordered else ""))
-        on = ("l.label_hash = c.label_hash" if result.label_lookup == "hash" else
-              " AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in LABEL_COLUMNS))
-        return (f"SELECT {ids}, l.label_id, {columns} FROM _calls_labelled c JOIN _call_labels l ON {on}"
-                + (" ORDER BY l.source, c.line" if ordered else ""))
-    if name == "token_rejects":
-        return f"SELECT * REPLACE ({ids}) FROM temp.main.token_rejects"
-    return f"SELECT * FROM temp.main.{name}"
+def own_columns(con, table: str) -> list[str]:
+    """A DB table's columns but the audit's ids and label number, from the schema (store/own_columns.sql)."""
+    return [r["column_name"] for r in rows(con, "store/own_columns", table=table)]
 
 
-def _params(sql: str, ids: dict) -> dict | None:
-    return {k: v for k, v in ids.items() if f"${k}" in sql} or None
+def store_columns(con) -> dict[str, str]:
+    """The column lists the store/*.sql statements take, from the schema (token_call_rows, token_call_labels)."""
+    labels = own_columns(con, "token_call_labels")
+    return dict(row_columns=", ".join(f"c.{c}" for c in own_columns(con, "token_call_rows")),
+                label_columns=", ".join(labels), label_order=", ".join(f"{c} NULLS FIRST" for c in labels),
+                label_match=" AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in labels))
+
+
+def _store_params(con, result: AuditResult) -> tuple[dict, dict]:
+    columns = store_columns(con)
+    params = dict(audit_id=result.audit_id, run_id=result.summary["run_id"], one_label=result.label_lookup == "one",
+                  by_hash=result.label_lookup == "hash", by_strings=result.label_lookup == "strings")
+    return columns, params
+
+
+def _store(con, result: AuditResult) -> None:
+    """The calls, their labels and the rejects into the DB's tables (pipeline.STORE)."""
+    columns, params = _store_params(con, result)
+    try:
+        pipeline.run(con, pipeline.STORE, params, columns=columns)
+    finally:
+        run_sql(con, "store/reset_order")
 
 
 def persist(con, result: AuditResult) -> None:
-    """Copy the audit's temp tables into the DB, all in one transaction."""
-    catalog = _catalog(con)
-    ids = {"audit_id": result.audit_id, "run_id": result.summary["run_id"]}
-    con.execute("BEGIN TRANSACTION")
+    """Store the calls and rejects, and commit the transaction the audit's figures were written in."""
     try:
-        for name in TABLES:
-            sql = _select(name, result)
-            # The calls and the sessions are the big tables, and each row carries its key (line, session):
-            # written in parallel, in any order (preserving the order costs a third of the time and memory;
-            # every reader sorts). The other tables keep the order their SQL gave them.
-            con.execute(f"SET preserve_insertion_order = {'false' if name in _ANY_ORDER else 'true'}")
-            con.execute(f"INSERT INTO {catalog}.main.{name} BY NAME {sql}", _params(sql, ids))
+        _store(con, result)
         con.execute("COMMIT")
     except BaseException:
         rollback_quietly(con)  # a failed COMMIT (disk full) ended the transaction: its error is the one to show
         raise
-    finally:
-        con.execute("RESET preserve_insertion_order")
 
 
 def fetch(con, result: AuditResult) -> dict[str, list[dict]]:
-    """The audit's rows per table (for an experiment's Result)."""
-    ids = {"audit_id": result.audit_id, "run_id": result.summary["run_id"]}
+    """The audit's rows per table (for an experiment's Result), the calls in file order."""
+    _store(con, result)
     out = {}
     for name in TABLES:
-        sql = _select(name, result, ordered=True)
-        cur = con.execute(sql, _params(sql, ids))
+        cur = run_sql(con, "store/fetch_call_rows" if name == "token_call_rows" else "store/fetch",
+                      dict(table=name), audit_id=result.audit_id)
         cols = [d[0] for d in cur.description]
         out[name] = [dict(zip(cols, row)) for row in cur.fetchall()]
     return out
@@ -371,7 +343,7 @@ def fetch(con, result: AuditResult) -> dict[str, list[dict]]:
 
 def next_audit_id(con) -> str:
     """audit-N for standalone audits, N one more than any stored."""
-    n = con.execute("SELECT count(*) FROM audits WHERE audit_id LIKE 'audit-%'").fetchone()[0]
-    while con.execute("SELECT count(*) FROM audits WHERE audit_id = ?", [f"audit-{n + 1}"]).fetchone()[0]:
+    n = one(con, "store/audit_ids", candidate=None)["n"]
+    while one(con, "store/audit_ids", candidate=f"audit-{n + 1}")["taken"]:
         n += 1
     return f"audit-{n + 1}"

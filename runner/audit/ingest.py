@@ -2,8 +2,8 @@
 
 Format detection looks at the file itself (Parquet magic bytes, the first record's keys), never only the
 extension. Reading is DuckDB's: each line goes through read_csv as one text column and the JSON work
-(validation, field extraction, the provider's token convention) is SQL in sql/ingest_*.sql. Python only
-decides which query to run, so there is no per-record Python on the main path.
+(validation, field extraction, the provider's token convention) is SQL in sql/ingest/*.sql. Python only
+decides which query to run (pipeline.INGEST), so there is no per-record Python on the main path.
 
 File-level problems (no such file, unreadable, unknown format, a CSV header without the required
 columns) raise AuditInputError before anything is written. Record-level problems become rejects.
@@ -30,11 +30,12 @@ from pathlib import Path
 
 from ..core.errors import UserError, is_interrupt
 from ..core.store import shown
-from .sqlfiles import run_sql
+from . import pipeline
+from .sqlfiles import run_sql, value
 
 @dataclass(frozen=True)
 class Shape:
-    """A JSON-lines log of API objects: read by sql/<sql>.sql into _shape, then sql/calls_from_usage.sql.
+    """A JSON-lines log of API objects: read by sql/ingest/<sql>.sql into _shape, then sql/ingest/calls_from_usage.sql.
     The key paths are the defaults of --session-key / --time-key (the first non-null value wins; no session
     key found: the call is its own session). The SQL files say which documentation each one follows."""
     sql: str
@@ -45,15 +46,15 @@ class Shape:
 
 _STORED_META = ("$.metadata.session_id", "$.metadata.conversation_id")  # stored objects keep request metadata
 SHAPES = {
-    "openai-chat": Shape("ingest_openai_object", "$", _STORED_META, ("$.created",)),
-    "openai-response": Shape("ingest_openai_object", "$", ("$.conversation.id",) + _STORED_META + ("$.user",),
+    "openai-chat": Shape("openai_object", "$", _STORED_META, ("$.created",)),
+    "openai-response": Shape("openai_object", "$", ("$.conversation.id",) + _STORED_META + ("$.user",),
                              ("$.created_at",)),
-    "openai-batch": Shape("ingest_openai_object", "$.response.body", (),
+    "openai-batch": Shape("openai_object", "$.response.body", (),
                           ("$.response.body.created", "$.response.body.created_at")),
-    "anthropic-message": Shape("ingest_anthropic_message", "$", (), ()),
-    "anthropic-batch": Shape("ingest_anthropic_message", "$.result.message", (), ()),
-    "litellm": Shape("ingest_litellm", "$", ("$.session_id", "$.trace_id"), ("$.startTime",)),
-    "langfuse": Shape("ingest_langfuse", "$", ("$.sessionId", "$.traceId"), ("$.startTime",)),
+    "anthropic-message": Shape("anthropic_message", "$", (), ()),
+    "anthropic-batch": Shape("anthropic_message", "$.result.message", (), ()),
+    "litellm": Shape("litellm", "$", ("$.session_id", "$.trace_id"), ("$.startTime",)),
+    "langfuse": Shape("langfuse", "$", ("$.sessionId", "$.traceId"), ("$.startTime",)),
 }
 FORMATS = ("auto", "sessions", "openai", "anthropic", "otel", *SHAPES)
 SESSION_COLUMNS = ("session_id", "system_tokens", "user_tokens", "assistant_tokens", "cached_input_tokens")
@@ -63,6 +64,12 @@ MAX_LINE_BYTES = 256 * 1024 * 1024      # one JSON line may carry a whole conver
 BLANK_CHARS = " \t\r\f\v\ufeff"  # a line of only these is blank (skipped and counted), as kv_blank in SQL
 NUL = "\x00"  # the "delimiter" that makes read_csv return whole lines: valid JSON text never holds a raw NUL
 _SNIFF_BYTES = 1 << 20
+
+# Process-wide settings of the modules the readers use, set once here rather than on every file: the csv
+# module's cell limit (one cell may hold a whole conversation), and the decoding error handler that turns
+# bytes that are not UTF-8 into U+001A (SUB) in _sanitized_copy.
+csv.field_size_limit(MAX_LINE_BYTES)
+codecs.register_error("kvreport_sub", lambda e: ("\x1a", e.end))
 
 
 class AuditInputError(UserError):
@@ -90,7 +97,7 @@ def json_keys(con, option: str, paths: list[str] | tuple[str, ...]) -> tuple[str
             raise UserError(f"{option} {raw!r}: empty; give a JSON path such as metadata.conversation_id")
         path = path if path.startswith(("$", "/")) else "$." + path
         try:
-            con.execute("SELECT json_extract('{}', ?)", [path]).fetchall()
+            run_sql(con, "ingest/json_path_check", path=path).fetchall()
         except Exception as exc:  # noqa: BLE001 - DuckDB's message says where the path breaks
             raise UserError(f"{option} {raw!r}: not a JSON path ({str(exc).splitlines()[0]})") from None
         out.append(path)
@@ -316,6 +323,9 @@ class LineScan:
     longest: int = 0
     too_long: dict[int, int] = field(default_factory=dict)
     long: dict[int, int] = field(default_factory=dict)  # every line over DEFAULT_LINE_BYTES -> bytes
+    lines: int = 0              # lines in the file (as the line-exact reader numbers them)
+    plain: bool = True          # no \r and no NUL byte anywhere (what the fast reader needs: see _fast_path)
+    chunk_lines: list[int] = field(default_factory=list)  # the line each _SCAN_CHUNK-byte chunk starts in
 
 
 _SCAN_CHUNK = 8 << 20
@@ -331,6 +341,9 @@ def scan_lines(path: Path, limit: int) -> LineScan:
     line_no, cur = 1, 0  # the line being read and its bytes so far
     with open_log(path) as f:
         while chunk := f.read(_SCAN_CHUNK):
+            scan.chunk_lines.append(line_no)
+            if scan.plain and (b"\r" in chunk or b"\x00" in chunk):
+                scan.plain = False
             first = chunk.find(b"\n")
             if first < 0:
                 cur += len(chunk)
@@ -344,6 +357,7 @@ def scan_lines(path: Path, limit: int) -> LineScan:
             cur = len(chunk) - last - 1
     if cur:
         _end_line(scan, line_no, cur, limit)
+    scan.lines = line_no if cur else line_no - 1
     return scan
 
 
@@ -422,8 +436,7 @@ def _looks_like_doc(con, path: Path) -> dict | None:
             except (ValueError, RecursionError, EOFError, OSError):
                 return None
         return doc if isinstance(doc, dict) else None
-    row = con.execute("SELECT json_valid(content), CASE WHEN json_valid(content) THEN json_keys(content) END "
-                      "FROM read_text(?)", [str(path)]).fetchone()
+    row = run_sql(con, "ingest/document_keys", path=str(path)).fetchone()
     if row and row[0] and row[1] is not None:
         return {k: True for k in row[1]}
     return None
@@ -553,13 +566,12 @@ def _csv_records(path: Path, tmpdir: str) -> Path:
     nor keeps empty lines. `l` is the record's first line (as an editor numbers it). A quote that never
     closes (by the end of the file, or within QUOTED_CELL_BYTES) is a reject on the line where it opens, and
     reading goes on from the next line: one bad cell never swallows the records after it. Blank records
-    are written with `b`: true and skipped later. Cells stay text; sql/sessions_csv.sql converts them
+    are written with `b`: true and skipped later. Cells stay text; sql/ingest/sessions_format_csv.sql converts them
     (kv_cell), so a bad cell is a reject, never a failed file."""
     names = _csv_header(path)
     order = [names.index(c) if c in names else None for c in SESSION_COLUMNS + SESSION_OPTIONAL]
     width = len(names)
     out = Path(tempfile.mkstemp(prefix="csv-", suffix=".jsonl", dir=tmpdir)[1])
-    csv.field_size_limit(MAX_LINE_BYTES)
     with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f, \
             open(out, "w", encoding="utf-8") as dst:
         write, dumps = dst.write, json.dumps
@@ -605,7 +617,7 @@ def _csv_records(path: Path, tmpdir: str) -> Path:
 
 def _parquet_check(con, path: Path) -> None:
     try:
-        names = {r[0] for r in con.execute("SELECT name FROM parquet_schema(?)", [str(path)]).fetchall()}
+        names = {r[0] for r in run_sql(con, "ingest/parquet_columns", path=str(path)).fetchall()}
     except Exception as exc:  # noqa: BLE001 - DuckDB's own message names the problem
         raise AuditInputError(f"{shown(path)}: cannot read Parquet ({str(exc).splitlines()[0]})") from None
     missing = [c for c in SESSION_COLUMNS if c not in names]
@@ -622,7 +634,6 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
     - NUL bytes and lone \r become SUB too: NUL is the reader's "delimiter" (a line holding one reads as
       two fields) and a lone \r a line break, and either makes the reader refuse the whole file.
     Chunked C-level decoding, not a per-line loop."""
-    codecs.register_error("kvreport_sub", lambda e: ("\x1a", e.end))
     out = Path(tempfile.mkstemp(prefix="clean-", suffix=".txt", dir=tmpdir)[1])
     dec = codecs.getincrementaldecoder("utf-8")(errors="kvreport_sub")
     carry = ""
@@ -637,7 +648,7 @@ def _sanitized_copy(path: Path, tmpdir: str) -> Path:
 
 def _drop_rows_of(con, src: Source) -> None:
     """Whatever a failed attempt at `src` left in _staged (nothing, unless a later statement failed)."""
-    con.execute("DELETE FROM _staged WHERE source = ?", [src.label])
+    run_sql(con, "ingest/drop_rows_of", source=src.label)
 
 
 def _without_lines(path: Path, tmpdir: str, lines: set[int]) -> Path:
@@ -706,9 +717,11 @@ def _needs_sanitizing(exc: Exception) -> bool:
     return any(k in msg for k in ("unicode", "utf-8", "utf8", "invalid state", "number of columns"))
 
 
-def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
+def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None, fast: bool = True) -> str:
     """Append every record of `src` to _staged (valid or with its reject reason). `keys`: the user's
-    --session-key / --time-key, which replace the format's own session and time.
+    --session-key / --time-key, which replace the format's own session and time. `fast`: let a clean file
+    take the fast reader (_fast_path). Returns which reader read it: "fast" (with ", N lines line-exact" where
+    lines were read again) or "line-exact".
 
     Retried, never half-done (each attempt is one statement per table, outside any transaction):
     a line longer than the reader's default buffer -> again with room for MAX_LINE_BYTES (a large
@@ -731,14 +744,16 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
                 params.update(path=str(_without_lines(src.path, tmpdir, set(too_long))), compression="none")
             if scan.longest >= DEFAULT_LINE_BYTES:
                 params["max_line_size"] = min(MAX_LINE_BYTES, scan.longest + (1 << 16))
+    if fast and scan is not None and (how := _fast_path(con, src, params, tmpdir, scan, keys or Keys())):
+        return how
     for _attempt in range(4):
         try:
             _ingest_once(con, src, params, tmpdir, keys or Keys())
             for line, size in sorted(too_long.items()):
-                con.execute("UPDATE _staged SET reason = ?, blank = false WHERE source = ? AND line = ?",
-                            [f"line of {size:,} bytes is {why} (raise --memory-limit to audit it); nothing of "
-                             "it was read", src.label, line])
-            return
+                run_sql(con, "ingest/too_long", source=src.label, line=line,
+                        reason=f"line of {size:,} bytes is {why} (raise --memory-limit to audit it); nothing of "
+                               "it was read")
+            return "line-exact"
         except Exception as exc:  # noqa: BLE001 - known reader limits are retried; others become one message
             if is_interrupt(exc):  # Ctrl-C inside DuckDB: an interrupt, not bad input
                 raise KeyboardInterrupt from None
@@ -766,45 +781,115 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None) -> None:
     raise AuditInputError(f"{shown(src.path)}: cannot read as {src.fmt} ({src.layout})")
 
 
+def reader(src: Source) -> str:
+    """Which of pipeline.INGEST's line-exact readers reads `src` (the fast one: _fast_path)."""
+    if src.fmt == "openai":
+        return "envelope-openai"
+    if src.fmt in SHAPES:
+        return "shape"
+    if src.fmt == "sessions":
+        return f"sessions-{src.layout}"
+    if src.fmt == "otel":
+        return "otel-document" if src.layout == "doc" else "otel"
+    return "envelope"
+
+
+# The fast reader gives up on a file (the line-exact one reads it all) when more than one line in this many
+# needs its raw text (a log whose calls name no session or time: reading those lines again would cost more).
+FAST_PATH_RAW_SHARE = 20
+
+
+def _fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys: Keys) -> str | None:
+    """Read `src` with the fast reader (pipeline.INGEST["openai-fast"]: DuckDB's JSON reader, line numbers from
+    the row order) when that gives exactly what the line-exact reader would; what it did, or None (nothing read).
+
+    Only a file the line scan found clean of what the two readers number or decode differently: no blank line
+    (the JSON reader skips them: checked by one row per line), no \r or NUL byte, no line over the reader's
+    default buffer. Rows whose result depends on the raw line (ingest/openai_calls.sql need_raw: a line that is
+    not a JSON object, an unreadable one, a call without usage, session or time) are then read again, line-
+    exactly, at their own line numbers; if there are many, the whole file is read line-exactly instead."""
+    if src.fmt != "openai" or src.layout != "jsonl" or keys or not scan.plain or scan.long or not scan.lines:
+        return None
+    before = value(con, "ingest/staged_rows")
+    try:
+        pipeline.run(con, pipeline.INGEST["openai-fast"], dict(params, lines=None))
+    except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        _drop_rows_of(con, src)
+        return None
+    rows = value(con, "ingest/staged_rows") - before
+    again = [r[0] for r in run_sql(con, "ingest/need_raw_lines", source=src.label).fetchall()]
+    if rows != scan.lines or len(again) * FAST_PATH_RAW_SHARE > rows:
+        _drop_rows_of(con, src)
+        return None
+    if again:
+        run_sql(con, "ingest/drop_need_raw", source=src.label)
+        copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
+        pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
+                     dict(params, path=str(copy), compression="none", lines=again, keys=False, fmt=src.fmt))
+    return f"fast, {len(again):,} lines line-exact" if again else "fast"
+
+
+def _lines_copy(path: Path, tmpdir: str, lines: list[int], chunk_lines: list[int] | tuple = ()) -> Path:
+    """A file of the given lines of `path` (ascending numbers), one per line, as the line-exact reader would
+    read them: bytes that are not UTF-8 become U+001A (SUB), as in _sanitized_copy. `chunk_lines` (the line
+    scan's): an uncompressed file is read from the chunk the first wanted line is in, not from its start."""
+    out = Path(tempfile.mkstemp(prefix="lines-", suffix=".jsonl", dir=tmpdir)[1])
+    wanted = iter(lines)
+    target = next(wanted, None)
+    start = 0  # the last chunk that starts before the first wanted line (its first line is not wanted)
+    if chunk_lines and target is not None and compression(path) == "none":
+        start = max((i for i, first in enumerate(chunk_lines) if first < target), default=0)
+    line_no, pending = (chunk_lines[start] if chunk_lines else 1), b""  # the line `pending` (its start) is in
+    with open_log(path) as src, open(out, "w", encoding="utf-8", newline="") as dst:
+        src.seek(start * _SCAN_CHUNK)
+        while target is not None and (chunk := src.read(_SCAN_CHUNK)):
+            n = chunk.count(b"\n")
+            if line_no + n < target:  # every line this chunk ends or starts is before the next one wanted
+                line_no, pending = line_no + n, b""
+                continue
+            parts = (pending + chunk).split(b"\n")
+            for part in parts[:-1]:
+                if line_no == target:
+                    dst.write(_normalise(part.decode("utf-8", errors="kvreport_sub")) + "\n")
+                    target = next(wanted, None)
+                line_no += 1
+            pending = parts[-1]
+        if target is not None and target == line_no and pending:  # the last line, with no newline
+            dst.write(_normalise(pending.decode("utf-8", errors="kvreport_sub")) + "\n")
+    return out
+
+
 def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> None:
     if keys and src.fmt in ("sessions", "otel"):
         raise AuditInputError(f"{shown(src.path)}: --session-key / --time-key apply to JSON-lines call logs; this is "
                               f"{src.fmt} input, whose sessions and times are its own fields")
+    p = dict(params, fmt=src.fmt, keys=bool(keys), tmpdir=tmpdir, src=src, lines=None,
+             session_keys=list(keys.session), time_keys=list(keys.time), has_session=bool(keys.session),
+             has_time=bool(keys.time), time_label=" or ".join(keys.time) or "time")
     if src.fmt in SHAPES:
         shape = SHAPES[src.fmt]
         time_keys = keys.time or shape.time_keys
-        run_sql(con, "lines", **params)
-        run_sql(con, "shape_lines")
-        run_sql(con, shape.sql, root=shape.root, session_keys=list(keys.session or shape.session_keys),
-                time_keys=list(time_keys))
-        run_sql(con, "calls_from_usage", format=src.fmt, time_label=" or ".join(time_keys) or "time", **params)
-        run_sql(con, "number_lines", **params)
-    elif src.fmt == "sessions":
-        run_sql(con, "sessions_raw")
-        if src.layout == "parquet":
-            _parquet_check(con, src.path)
-            run_sql(con, "sessions_parquet", **params)
-        elif src.layout == "csv":
-            run_sql(con, "sessions_csv", records=str(_csv_records(src.path, tmpdir)), **params)
-        else:
-            run_sql(con, "lines", **params)
-            run_sql(con, "sessions_jsonl", **params)
-        run_sql(con, "ingest_sessions", **params)
-    elif src.fmt == "otel":
-        if src.layout == "doc" and params["compression"] != "none":  # read_text does not decompress
-            params = dict(params, path=str(_plain_copy(src.path, tmpdir)), compression="none")
-        run_sql(con, "lines_doc" if src.layout == "doc" else "lines", **params)
-        run_sql(con, "ingest_otel", **params)
-    else:  # one row per line: parsed straight from the reader, numbered afterwards
-        if keys:
-            run_sql(con, "lines", **params)  # read first: a file the reader refuses fails before any INSERT
-        run_sql(con, f"ingest_{src.fmt}", **params)
-        run_sql(con, "number_lines", **params)
-        if keys:
-            run_sql(con, "rekey", session_keys=list(keys.session), time_keys=list(keys.time),
-                    has_session=bool(keys.session), has_time=bool(keys.time),
-                    time_label=" or ".join(keys.time) or "time", **params)
-    con.execute("DROP TABLE IF EXISTS _lines")
+        p.update(shape=shape.sql, root=shape.root, session_keys=list(keys.session or shape.session_keys),
+                 time_keys=list(time_keys), format=src.fmt, time_label=" or ".join(time_keys) or "time")
+    pipeline.run(con, pipeline.INGEST[reader(src)] + pipeline.INGEST_END, p, HOOKS)
+
+
+def _parquet_step(con, p: dict) -> None:
+    _parquet_check(con, p["src"].path)
+
+
+def _csv_step(con, p: dict) -> None:
+    p["records"] = str(_csv_records(p["src"].path, p["tmpdir"]))
+
+
+def _plain_copy_step(con, p: dict) -> None:
+    if p["compression"] != "none":  # read_text does not decompress
+        p.update(path=str(_plain_copy(p["src"].path, p["tmpdir"])), compression="none")
+
+
+HOOKS = {"parquet_check": _parquet_step, "csv_records": _csv_step, "plain_copy": _plain_copy_step}
 
 
 def describe_sources(sources: list[Source]) -> tuple[str, str]:

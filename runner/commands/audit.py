@@ -147,10 +147,10 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process. `ray`: run it as Ray tasks ("local": a Ray of ray_workers CPUs started
     here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
-    from ..audit.cost import load_prices_file, prefetch
+    from ..audit.dollars import load_prices_file, prefetch
     from ..audit.engine import AuditOptions, cleanup, next_audit_id, run_audit
     from ..audit.ingest import FORMATS, Keys, detect, json_keys
-    from ..audit.pricing import kv_pricing, memory_from_db
+    from ..audit.kv_pricing import kv_pricing, memory_from_db
     from ..audit.tokenizer import load_tokenizer
     from ..core.store import Store, connect, new_db_file, scratch_dir
 

@@ -46,7 +46,7 @@ DEPLOYMENT_BYTES = 2  # a served model's KV is 16-bit (float16/bfloat16), whatev
 def _deployment(ctx: RunContext, bpt: float, how: str):
     """Traffic is priced as it would be served: the KV at 16-bit. A CPU run measures at float32, which would
     double every footprint; the measured size is scaled by element size (exact: same shapes, fewer bytes)."""
-    from ...audit.pricing import Pricing
+    from ...audit.kv_pricing import Pricing
 
     element = ctx.dtype.itemsize
     if element == DEPLOYMENT_BYTES:
@@ -65,7 +65,7 @@ def _relabel(rows: list[dict], folder: str) -> None:
 
 def memory_now(device) -> "Memory":
     """Free memory measured right now on the device the run uses: what the demo's sessions must fit into."""
-    from ...audit.pricing import Memory
+    from ...audit.kv_pricing import Memory
     from ..probes import cuda_free_bytes, host_available
 
     if getattr(device, "type", "cpu") == "cuda":

@@ -1,0 +1,121 @@
+"""What a session's context costs in KV-cache bytes, and how much memory there is to hold it.
+
+A session of t tokens holds kv_bytes_at(t) = t x bytes_per_token - sum over caps of b x max(0, t - cap)
++ constant_bytes (sql/setup/macros.sql): every layer adds its bytes per token until its cap (a sliding window - 1, a
+chunk - 1), and Mamba / linear-attention layers hold a constant state. The curve comes from the model's config
+alone (runner/core/model_facts.py: no torch, no transformers), so an audit starts fast and `--model` takes a catalogue
+name, a built-in name, a config.json or a checkpoint folder. For a model whose cache has neither caps nor
+constant states the curve is a straight line, and a measurement in the DB (kv_memory_v2) replaces its slope.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.errors import UserError
+from ..core.model_facts import ModelFactsError, load
+from .sqlfiles import run_sql, value
+
+# Distinct caps the SQL curve has slots for (sql/setup/macros.sql kv_bytes_at); real models have one or two.
+CAP_SLOTS = 3
+PRICING_DTYPE = "bfloat16"  # serving precision: the audit prices 16-bit caches
+
+
+@dataclass(frozen=True)
+class Pricing:
+    bytes_per_token: float
+    source: str   # 'measured' | 'formula'
+    detail: str
+    # (bytes per token that stop growing at cap, cap in tokens), one per distinct cap; and the constant states
+    capped: tuple[tuple[float, int], ...] = ()
+    constant_bytes: float = 0.0
+
+    def kv_bytes_at(self, tokens: int) -> float:
+        """The curve sql/setup/macros.sql kv_bytes_at computes, in Python (for messages and tests)."""
+        return tokens * self.bytes_per_token - sum(b * max(0, tokens - cap) for b, cap in self.capped) + \
+            self.constant_bytes
+
+    def curve(self) -> dict:
+        """The SQL parameters of the curve: bytes_per_token, kv_constant_bytes and CAP_SLOTS (bytes, cap) pairs."""
+        if len(self.capped) > CAP_SLOTS:
+            raise ValueError(f"{len(self.capped)} distinct caps; the audit's curve has {CAP_SLOTS} slots")
+        slots = list(self.capped) + [(0.0, 0)] * (CAP_SLOTS - len(self.capped))
+        out = {"bytes_per_token": float(self.bytes_per_token), "kv_constant_bytes": float(self.constant_bytes)}
+        for i, (b, cap) in enumerate(slots, 1):
+            out[f"kv_cap_bytes_{i}"], out[f"kv_cap_{i}"] = float(b), int(cap)
+        return out
+
+
+@dataclass(frozen=True)
+class Memory:
+    bytes: int | None
+    source: str | None
+
+
+def formula(model: str, facts=None) -> Pricing:
+    """The curve from the model's config (runner/core/model_facts.py), at 16 bits."""
+    facts = facts or load(model)
+    per_token, capped, constant = facts.pricing_terms(PRICING_DTYPE)
+    if len(capped) > CAP_SLOTS:
+        raise UserError(f"--model {model}: {len(capped)} distinct attention windows; the audit prices at most "
+                        f"{CAP_SLOTS}")
+    kinds = ", ".join(f"{g['count']} {g['kind']}" for g in facts.groups())
+    detail = f"formula for {model} ({kinds} layers; 16-bit): {per_token:,} B/token"
+    if capped:
+        detail += "; " + "; ".join(f"{b:,} B/token of it stop growing at {cap:,} tokens" for b, cap in capped)
+    if constant:
+        detail += f"; plus {constant:,} B of constant state per session"
+    if capped or constant:
+        detail += " (each session priced at its own length)"
+    detail += " (no measurement in the DB)" if not (capped or constant) else ""
+    return Pricing(float(per_token), "formula", detail, tuple((float(b), int(c)) for b, c in capped), float(constant))
+
+
+def _has(con, table: str, column: str | None = None) -> bool:
+    return value(con, "kv/has_column", table=table, column=column)
+
+
+def measured(con, model: str) -> Pricing | None:
+    """The newest measurement of `model` in the DB, 16-bit runs first (what serving uses)."""
+    if con is None or not (_has(con, "kv_memory_v2") and _has(con, "runs")):
+        return None
+    row = run_sql(con, "kv/measured", model=model).fetchone()
+    if row is None:
+        return None
+    run_id, dtype, seq, bpt = row
+    return Pricing(float(bpt), "measured",
+                   f"measured for {model}: {bpt:,.0f} B/token from the cache tensors of run {run_id} "
+                   f"({dtype}, {seq}-token prefill)")
+
+
+def kv_pricing(model: str, con=None) -> Pricing:
+    """A straight-line model: its measured bytes/token when the DB has one, else the formula. A model with caps
+    or constant states: the formula's curve, since one bytes/token figure cannot price every length."""
+    try:
+        facts = load(model)
+    except ModelFactsError:
+        found = measured(con, model)  # a model measured earlier whose config is not at hand
+        if found is None:
+            raise
+        return found
+    curve = formula(model, facts)
+    if curve.capped or curve.constant_bytes:
+        return curve
+    return measured(con, model) or curve
+
+
+def memory_from_db(con, model: str) -> Memory:
+    """Memory to fit sessions into: measured free KV memory (kv_capacity_v3) when the DB has it, else a
+    run's GPU memory (total, so an upper bound). None: the TTL sweep states its assumption instead."""
+    if con is None:
+        return Memory(None, None)
+    if _has(con, "kv_capacity_v3", "free_bytes"):
+        row = run_sql(con, "kv/free_memory", model=model).fetchone()
+        if row:
+            return Memory(int(row[3]), f"measured: free memory for KV in run {row[0]} ({row[1]} on "
+                                       f"{row[2] or 'its device'}, kv_capacity_v3)")
+    if _has(con, "runs", "gpu_memory_bytes"):
+        row = run_sql(con, "kv/gpu_memory").fetchone()
+        if row:
+            return Memory(int(row[2]), f"total GPU memory of run {row[0]} ({row[1]}); weights and activations "
+                                       "not subtracted, so an upper bound")
+    return Memory(None, None)

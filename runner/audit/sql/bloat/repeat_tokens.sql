@@ -1,0 +1,2 @@
+-- One repeated instruction's token count (--tokenizer).
+UPDATE token_repeats SET tokens = $tokens WHERE rowid = $row;

@@ -1,6 +1,0 @@
--- The distinct labels of this share of the calls (all of them in one process; one partition of sessions in
--- runner/audit/distributed.py); call_label_ids.sql numbers those of every share.
-CREATE OR REPLACE TEMP TABLE _label_parts AS
-SELECT DISTINCT label_hash, source, format, provider_name, request_model, response_model, system_tokens_source,
-                price_source, price_snapshot_date
-FROM _calls_labelled;

@@ -1,0 +1,72 @@
+-- Bare OpenAI API objects, one per line, and OpenAI Batch API output lines. $root says where the object is:
+--   openai-chat      ($root = '$') a Chat Completions object {"id", "object": "chat.completion", "created",
+--                    "model", "choices", "usage": {"prompt_tokens", "completion_tokens",
+--                    "prompt_tokens_details": {"cached_tokens"}}}
+--   openai-response  ($root = '$') a Responses API object {"id", "object": "response", "created_at", "status",
+--                    "model", "usage": {"input_tokens", "input_tokens_details": {"cached_tokens"}, "output_tokens"}}
+--   openai-batch     ($root = '$.response.body') a Batch output line {"id", "custom_id", "response":
+--                    {"status_code", "request_id", "body": <one of the objects above>}, "error": {"code", "message"}}
+-- Documentation followed (OpenAI API reference, OpenAPI spec 2.3.0, and the prompt-caching guide
+-- platform.openai.com/docs/guides/prompt-caching):
+--   * prompt_tokens (Chat) / input_tokens (Responses) is the WHOLE input; cached_tokens ("tokens that were
+--     retrieved from the cache") is the part of it served from the cache. So input = prompt_tokens and
+--     cached = cached_tokens, never a sum. OpenAI reports no cache writes: cache_creation = 0. Keys other
+--     providers or proxies add (cache_read_input_tokens, ...) are not part of OpenAI's object and are ignored.
+--   * BatchRequestOutput, "the per-line object of the batch output and error files": `response` and `error`
+--     are both nullable. A line whose `error` is set, whose response.status_code is not 200, or whose body is
+--     an error, is a reject naming the code and message, never a silent drop.
+--   * Responses API `status`: "failed" and "cancelled" responses are rejects; "incomplete" ones (cut at
+--     max_output_tokens) were processed and count.
+-- One row per line into _shape; sql/ingest/calls_from_usage.sql turns the texts into numbers and rejects.
+CREATE OR REPLACE TEMP TABLE _shape AS
+WITH o AS (  -- the API object of the line (the whole line, or the batch line's response body)
+  SELECT *, CASE WHEN is_object THEN CASE WHEN $root = '$' THEN raw ELSE json_extract(raw, $root) END END AS obj,
+         CASE WHEN is_object AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
+           "response": {"status_code": "VARCHAR", "body": {"error": {"message": "VARCHAR"}}},
+           "error": {"code": "VARCHAR", "message": "VARCHAR"}}') END AS b
+  FROM kv_shape_lines($session_keys, $time_keys)
+),
+j AS (
+  SELECT *, CASE WHEN json_type(obj) = 'OBJECT' THEN json_transform(obj, '{"object": "VARCHAR", "status": "VARCHAR",
+    "model": "VARCHAR", "error": {"code": "VARCHAR", "message": "VARCHAR"},
+    "usage": {"prompt_tokens": "VARCHAR", "input_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
+              "output_tokens": "VARCHAR", "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
+              "input_tokens_details": {"cached_tokens": "VARCHAR"}}}') END AS x
+  FROM o
+)
+SELECT line, blank, ok, false AS skip,
+  CASE
+    WHEN NOT is_object THEN 'not a JSON object'
+    WHEN $root <> '$' AND b.custom_id IS NULL THEN 'not an OpenAI Batch output line (no custom_id)'
+    WHEN b.error.code IS NOT NULL OR b.error.message IS NOT NULL
+      THEN 'batch error ' || coalesce(b.error.code, '') || ': ' || coalesce(b.error.message, '')
+    WHEN $root <> '$' AND b.response.status_code IS DISTINCT FROM '200'
+      THEN 'status_code ' || coalesce(b.response.status_code, 'missing') || ': '
+           || coalesce(b.response.body.error.message, '(no message)')
+    WHEN obj IS NULL OR json_type(obj) <> 'OBJECT' THEN 'no response object'
+    WHEN x.status IN ('failed', 'cancelled')
+      THEN 'response ' || x.status || ': ' || coalesce(x.error.code || ': ', '')
+           || coalesce(x.error.message, '(no message)')
+    WHEN x.error.message IS NOT NULL THEN 'error response: ' || coalesce(x.error.code || ': ', '') || x.error.message
+    WHEN x.object IS NOT NULL AND x.object NOT IN ('chat.completion', 'response')
+      THEN format('object is "{}", not a chat.completion or response', x.object)
+    WHEN x.usage IS NULL OR coalesce(x.usage.prompt_tokens, x.usage.input_tokens, x.usage.completion_tokens,
+                                     x.usage.output_tokens) IS NULL THEN 'response has no usage'
+  END AS shape_reason,
+  true AS includes_cache,
+  coalesce(x.usage.prompt_tokens, x.usage.input_tokens) AS s_input,
+  -- the field a missing count is named by: the one this object's kind uses (Chat: prompt_/completion_tokens)
+  CASE WHEN x.usage.prompt_tokens IS NOT NULL THEN 'usage.prompt_tokens'
+       WHEN x.usage.input_tokens IS NOT NULL OR x.object = 'response' THEN 'usage.input_tokens'
+       ELSE 'usage.prompt_tokens' END AS f_input,
+  coalesce(x.usage.prompt_tokens_details.cached_tokens, x.usage.input_tokens_details.cached_tokens) AS s_cached,
+  CASE WHEN x.usage.prompt_tokens_details.cached_tokens IS NOT NULL THEN 'usage.prompt_tokens_details.cached_tokens'
+       ELSE 'usage.input_tokens_details.cached_tokens' END AS f_cached,
+  NULL AS s_write, NULL AS f_write,
+  coalesce(x.usage.completion_tokens, x.usage.output_tokens) AS s_output,
+  CASE WHEN x.usage.completion_tokens IS NOT NULL THEN 'usage.completion_tokens'
+       WHEN x.usage.output_tokens IS NOT NULL OR x.object = 'response' THEN 'usage.output_tokens'
+       ELSE 'usage.completion_tokens' END AS f_output,
+  key_session AS s_session, key_time AS s_start, NULL AS s_end,
+  'openai' AS provider_name, NULL AS request_model, x.model AS response_model, CAST(NULL AS JSON) AS content
+FROM j;

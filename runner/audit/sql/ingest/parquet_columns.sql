@@ -1,0 +1,2 @@
+-- The column names of a Parquet sessions file.
+SELECT name FROM parquet_schema($path);

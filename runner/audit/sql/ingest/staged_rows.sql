@@ -1,0 +1,2 @@
+-- Rows in _staged so far (the progress display's lines per file).
+SELECT count(*) FROM _staged;

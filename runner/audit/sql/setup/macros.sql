@@ -1,0 +1,167 @@
+-- Helpers every ingest query uses. Lambda-free on purpose: DuckDB changed its lambda syntax in 1.3 and
+-- 2.0 rejects the old one, and the GPU image may run an older DuckDB than this machine.
+
+-- A call that names no session is its own session, named after its file and line: the one definition of
+-- that name (ingest/number_lines.sql, ingest/rekey.sql, ingest/otel.sql), and of telling such calls apart.
+CREATE OR REPLACE TEMP MACRO kv_no_session_prefix() AS '(no session) ';
+CREATE OR REPLACE TEMP MACRO kv_no_session(file_name, place) AS kv_no_session_prefix() || file_name || ':' || place;
+CREATE OR REPLACE TEMP MACRO kv_unnamed(session_id) AS starts_with(session_id, kv_no_session_prefix());
+
+-- JSON null counts as absent: {"cached_tokens": null} is "no figure", not "not an integer".
+CREATE OR REPLACE TEMP MACRO kv_nn(v) AS CASE WHEN v::VARCHAR = 'null' THEN NULL ELSE v END;
+
+-- A blank line: empty, or only whitespace (a BOM included). Skipped and counted, never parsed. The first
+-- test settles nearly every line. BLANK_CHARS in ingest.py is the same set.
+CREATE OR REPLACE TEMP MACRO kv_blank(raw) AS
+  CASE WHEN starts_with(raw, '{') THEN false WHEN raw IS NULL THEN true
+       ELSE trim(raw, ' ' || chr(9) || chr(13) || chr(12) || chr(11) || chr(65279)) = '' END;
+
+-- VALUE CONVERSIONS. Every ingest (sql/ingest/*.sql) converts log values ONLY through
+-- these macros, because they are total: no input makes them raise inside a query (a raise would cost
+-- the whole file, not one line). Each value has a pair:
+--   kv_sint(s)                 the count, a BIGINT in [0, kv_max_count()], or NULL when s is not one;
+--   kv_sint_error(s, 'field')  NULL when s is absent or a usable count, else the reject reason, naming
+--                              the field ("usage.prompt_tokens is out of range (got 1e+300; ...)").
+-- For every non-NULL s exactly one of the two is NULL, so a query that rejects on the error and uses the
+-- value only when there is no error never meets a half-converted record.
+--   s  = text: what json_transform returns for a "VARCHAR" leaf (a number's JSON text, a string unquoted,
+--        so "12" counts like 12), or a CSV cell;
+--   kv_int / kv_int_error(v, 'field', allow_str) take a JSON value instead (json_extract); allow_str
+--        accepts counts written as JSON strings (OTLP/JSON writes int64 attributes as "123").
+--   kv_sts / kv_sts_error (text) and kv_ts / kv_ts_error (JSON): the same for times (ISO-8601 with or
+--        without an offset, or Unix s/ms/us/ns); infinite and out-of-range times are rejects too.
+-- A count outside [0, kv_max_count()] is out of range: no real call or session holds ten billion tokens
+-- (a thousand times the largest context windows), and the bound keeps every sum of counts (per call,
+-- per session, per audit) far inside BIGINT, so nothing downstream can overflow either.
+CREATE OR REPLACE TEMP MACRO kv_max_count() AS CAST(10000000000 AS BIGINT);
+
+-- A JSON number's text (also what DuckDB prints for a DOUBLE: '1e+300', '100000.0').
+CREATE OR REPLACE TEMP MACRO kv_is_number(s) AS regexp_full_match(s, '-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?');
+
+-- The fast path: the text of a plain count up to 9,999,999,999 is at most ten digits (nearly every value).
+CREATE OR REPLACE TEMP MACRO kv_sdigits(s) AS regexp_full_match(s, '[0-9]{1,10}');
+
+CREATE OR REPLACE TEMP MACRO kv_sint(s) AS
+  CASE WHEN kv_sdigits(s) THEN CAST(s AS BIGINT)
+       WHEN kv_is_number(s) AND TRY_CAST(s AS DOUBLE) BETWEEN 0 AND kv_max_count()
+            AND TRY_CAST(s AS DOUBLE) = floor(TRY_CAST(s AS DOUBLE))
+         THEN CAST(TRY_CAST(s AS DOUBLE) AS BIGINT) END;
+
+CREATE OR REPLACE TEMP MACRO kv_sint_error(s, name) AS
+  CASE
+    WHEN s IS NULL OR kv_sdigits(s) THEN NULL
+    WHEN lower(trim(s)) IN ('nan', '-nan', 'inf', '-inf', '+inf', 'infinity', '-infinity', '+infinity')
+      THEN name || ' is not a finite number (got ' || s || ')'
+    WHEN NOT kv_is_number(s) THEN name || ' is not an integer (got ' || left(s, 40) || ')'
+    WHEN NOT isfinite(TRY_CAST(s AS DOUBLE)) THEN name || ' is out of range (got ' || left(s, 40) || ')'
+    WHEN TRY_CAST(s AS DOUBLE) < 0 THEN name || ' is negative (' || left(s, 40) || ')'
+    WHEN TRY_CAST(s AS DOUBLE) <> floor(TRY_CAST(s AS DOUBLE)) THEN name || ' is not an integer (got ' || left(s, 40) || ')'
+    WHEN TRY_CAST(s AS DOUBLE) > kv_max_count()
+      THEN name || ' is out of range (got ' || left(s, 40) || '; a token count is at most 10,000,000,000)'
+  END;
+
+-- JSON values: numbers by their text, strings (with allow_str) by their content, anything else rejected.
+CREATE OR REPLACE TEMP MACRO kv_int_error(v, name, allow_str) AS
+  CASE
+    WHEN v IS NULL OR kv_sdigits(v::VARCHAR) THEN NULL
+    WHEN json_type(v) IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN kv_sint_error(v::VARCHAR, name)
+    WHEN allow_str AND json_type(v) = 'VARCHAR' THEN kv_sint_error(json_extract_string(v, '$'), name)
+    ELSE name || ' is not an integer (got ' || left(v::VARCHAR, 40) || ')'
+  END;
+
+CREATE OR REPLACE TEMP MACRO kv_int(v) AS
+  CASE WHEN kv_sdigits(v::VARCHAR) THEN CAST(v::VARCHAR AS BIGINT)
+       WHEN json_type(v) IN ('UBIGINT', 'BIGINT', 'DOUBLE', 'VARCHAR') THEN kv_sint(json_extract_string(v, '$')) END;
+
+-- Times an LLM log can hold: 2000 up to (not including) 2100. Anything else (year 0, year 99999, an epoch
+-- in the wrong unit read as year 5138) is a reject naming its field, never a billion-dollar idle cost.
+CREATE OR REPLACE TEMP MACRO kv_in_window(t) AS
+  CASE WHEN t >= TIMESTAMP '2000-01-01' AND t < TIMESTAMP '2100-01-01' THEN t END;
+
+-- A Unix time in seconds, milliseconds, microseconds or nanoseconds (told apart by magnitude); NULL for
+-- NaN, infinities, negatives and anything outside kv_in_window.
+CREATE OR REPLACE TEMP MACRO kv_ts_number(x) AS
+  kv_in_window(CASE WHEN x IS NULL OR NOT isfinite(x) OR x < 0 OR x >= 1e20 THEN NULL
+       WHEN x < 1e11 THEN make_timestamp(CAST(x * 1e6 AS BIGINT))
+       WHEN x < 1e14 THEN make_timestamp(CAST(x * 1e3 AS BIGINT))
+       WHEN x < 1e17 THEN make_timestamp(CAST(x AS BIGINT))
+       ELSE make_timestamp(CAST(x / 1e3 AS BIGINT)) END);
+
+-- A UTC offset beyond ±14:00 (the widest in use): +99:00 is damage, not a time zone.
+-- A CASE, not one AND: DuckDB evaluates every operand of an AND for every row, and the regular expressions
+-- below cost more than the rest of a time's conversion; the first test (an offset's sign where one would
+-- be: 6 or 5 characters from the end) is cheap and settles nearly every time ('...Z', '...:00').
+CREATE OR REPLACE TEMP MACRO kv_bad_offset(s) AS
+  CASE WHEN s IS NULL THEN NULL
+       WHEN contains(s, ':') AND (substr(s, -6, 1) IN ('+', '-') OR substr(s, -5, 1) IN ('+', '-'))
+       THEN regexp_matches(s, '[T ][0-9:.,]+ *[+-]([0-9]{2}):?([0-9]{2})$')
+            AND (TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 1) AS INTEGER) * 60
+                 + TRY_CAST(regexp_extract(s, '[+-]([0-9]{2}):?([0-9]{2})$', 2) AS INTEGER)) > 14 * 60
+       ELSE false END;
+
+-- ISO-8601 text (offsets converted to UTC); NULL for text that is not a finite time ('infinity').
+-- The UTC time is rebuilt from the epoch microseconds: what a cast to TIMESTAMP gives under TimeZone UTC,
+-- without the cast's per-value time-zone lookup (a third of the time of the ingest's value conversions).
+CREATE OR REPLACE TEMP MACRO kv_ts_text(s) AS
+  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) AND NOT kv_bad_offset(s)
+       THEN kv_in_window(make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ)))) END;
+
+-- A time from JSON: ISO-8601 text, or a Unix time (number or digit string).
+CREATE OR REPLACE TEMP MACRO kv_ts(v) AS
+  CASE
+    WHEN v IS NULL THEN NULL
+    WHEN starts_with(v::VARCHAR, '"') THEN
+      coalesce(kv_ts_text(json_extract_string(v, '$')),
+               kv_ts_number(TRY_CAST(json_extract_string(v, '$') AS DOUBLE)))
+    WHEN kv_is_number(v::VARCHAR) THEN kv_ts_number(TRY_CAST(v::VARCHAR AS DOUBLE))
+  END;
+
+CREATE OR REPLACE TEMP MACRO kv_ts_error(v, name) AS
+  CASE WHEN v IS NOT NULL AND kv_ts(v) IS NULL THEN name || ' is not a time (got ' || left(v::VARCHAR, 40) || ')' END;
+
+-- The text of a message's content: a string, or the text parts of a list of content blocks.
+CREATE OR REPLACE TEMP MACRO kv_text(c) AS
+  CASE json_type(c)
+    WHEN 'VARCHAR' THEN json_extract_string(c, '$')
+    -- OpenAI/Anthropic blocks carry "text"; OpenTelemetry message parts carry "content".
+    WHEN 'ARRAY' THEN array_to_string(list_concat(json_extract_string(c, '$[*].text'),
+                                                  json_extract_string(c, '$[*].content')), chr(10))
+    WHEN 'OBJECT' THEN json_extract_string(c, '$.text')
+  END;
+
+-- The lines of the file being read (sql/ingest/read_lines.sql fills _lines), numbered from 1.
+CREATE TEMP TABLE IF NOT EXISTS _lines (raw VARCHAR);
+CREATE OR REPLACE TEMP MACRO kv_lines() AS TABLE SELECT rowid + 1 AS line, raw FROM _lines;
+
+-- Times as text (json_transform "VARCHAR" leaves): digits are a Unix time, anything else ISO-8601.
+-- (A '-', in every ISO date, settles most texts without the regular expression.)
+CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
+  CASE
+    WHEN s IS NULL THEN NULL
+    WHEN contains(s, '-') THEN kv_ts_text(s)
+    WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN kv_ts_number(TRY_CAST(s AS DOUBLE))
+    ELSE kv_ts_text(s)
+  END;
+
+CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS
+  CASE WHEN s IS NOT NULL AND kv_sts(s) IS NULL THEN name || ' is not a time (got ' || left(s, 40) || ')' END;
+
+-- kv_read_lines(file, sep, line_bytes, codec): the lines of one text file, in file order, blank ones too
+-- (NULL). One VARCHAR column: NUL as the delimiter and no quoting make DuckDB's CSV reader hand back each
+-- line untouched, in parallel. The one definition every line-reading query uses (ingest/read_lines.sql, ingest/*.sql).
+CREATE OR REPLACE TEMP MACRO kv_read_lines(file, sep, line_bytes, codec) AS TABLE
+  SELECT raw FROM read_csv(file, columns = {'raw': 'VARCHAR'}, header = false, delim = sep, quote = '',
+                           escape = '', auto_detect = false, max_line_size = line_bytes, compression = codec);
+
+-- The same lines as records of a streaming reader (ingest/openai.sql, ingest/anthropic.sql): every line, blank
+-- ones too, unnumbered: rows keep file order, and ingest/number_lines.sql numbers them afterwards.
+CREATE OR REPLACE TEMP MACRO kv_line_records(file, sep, line_bytes, codec) AS TABLE
+  SELECT CAST(NULL AS BIGINT) AS line, raw, kv_blank(raw) AS blank FROM kv_read_lines(file, sep, line_bytes, codec);
+
+-- KV bytes a session holds at t tokens of context (runner/audit/kv_pricing.py, Pricing.curve): every layer adds its
+-- bytes per token until its cap; the layers capped at c_i (a sliding window - 1, a chunk - 1) stop growing there
+-- (b_i of the per-token bytes); Mamba and linear-attention layers hold `constant` bytes whatever t. Three cap
+-- slots (unused ones have b = 0), lambda-free like every macro here. Monotonic in t, so the bytes of a session's
+-- longest context are its largest.
+CREATE OR REPLACE TEMP MACRO kv_bytes_at(t, per_token, constant, b1, c1, b2, c2, b3, c3) AS
+  t * per_token + constant - b1 * greatest(0, t - c1) - b2 * greatest(0, t - c2) - b3 * greatest(0, t - c3);

@@ -1,0 +1,93 @@
+"""The audit pipeline as declared (runner/audit/pipeline.py): every step it names exists, the scratch state
+never shadows a DB table and is dropped whole, and the figures are written into the DB's tables once."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from kvreport.runner.audit import engine, ingest, pipeline
+from kvreport.runner.audit.kv_pricing import Memory, Pricing
+from kvreport.runner.core.store import apply_steps, connect
+
+SQL = Path(str(resources.files("kvreport.runner.audit") / "sql"))
+HOOKS = {**engine.HOOKS, **ingest.HOOKS}
+
+
+def _steps() -> list[str]:
+    stages = [getattr(pipeline, n) for n in dir(pipeline) if n.isupper() and isinstance(getattr(pipeline, n), tuple)
+              and all(isinstance(s, str) for s in getattr(pipeline, n))]
+    stages += list(pipeline.INGEST.values())
+    names = {s.partition(" if ")[0].partition(" per ")[0] for stage in stages for s in stage}
+    shapes = {shape.sql for shape in ingest.SHAPES.values()}
+    out = []
+    for name in names:
+        if "{shape}" in name:
+            out += [name.format(shape=s) for s in shapes]
+        elif "{fmt}" in name:
+            out += [name.format(fmt=f) for f in ("openai", "anthropic")]
+        else:
+            out.append(name)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("step", _steps())
+def test_every_step_of_the_pipeline_is_a_sql_file_or_a_python_step(step):
+    if step.startswith("py:"):
+        assert step[3:] in HOOKS
+    else:
+        assert (SQL / f"{step}.sql").is_file()
+
+
+def _log(path: Path) -> Path:
+    rec = {"session_id": "s", "timestamp": "2025-06-02T10:00:00Z",
+           "request": {"messages": [{"role": "system", "content": "hi"}, {"role": "user", "content": "q"}]},
+           "response": {"model": "gpt-4o", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}}
+    path.write_text(json.dumps(rec) + "\n{broken\n")
+    return path
+
+
+def _scratch(con) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'temp' UNION ALL "
+        "SELECT view_name FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal UNION ALL "
+        "SELECT function_name FROM duckdb_functions() WHERE database_name = 'temp'").fetchall()}
+
+
+def test_the_scratch_state_shadows_no_db_table_and_is_dropped_whole(tmp_path):
+    con = connect()
+    try:
+        apply_steps(con, 0)
+        res = engine.run_audit(con, [_log(tmp_path / "a.jsonl")], engine.AuditOptions(workdir=str(tmp_path)),
+                               audit_id="a", run_id=None, model="gpt2", pricing=Pricing(1.0, "formula", "t"),
+                               memory=Memory(None, None))
+        scratch = _scratch(con)
+        db = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name <> 'temp' "
+                                        "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                                        "AND database_name <> 'temp'").fetchall()}
+        assert {"_staged", "_seg"} <= scratch and not scratch & db
+        # the figures are in the DB's own tables already, in the open transaction
+        assert con.execute("SELECT count(*) FROM token_audit WHERE audit_id = 'a'").fetchone()[0] == 1
+        engine.persist(con, res)
+        assert con.execute("SELECT count(*) FROM token_calls WHERE audit_id = 'a'").fetchone()[0] == 1
+        assert con.execute("SELECT line FROM token_rejects WHERE audit_id = 'a'").fetchall() == [(2,)]
+        engine.cleanup(con)
+        assert _scratch(con) == set()
+    finally:
+        con.close()
+
+
+def test_a_failed_audit_leaves_nothing_in_the_db(tmp_path):
+    con = connect()
+    try:
+        apply_steps(con, 0)
+        engine.run_audit(con, [_log(tmp_path / "a.jsonl")], engine.AuditOptions(workdir=str(tmp_path)),
+                         audit_id="a", run_id=None, model="gpt2", pricing=Pricing(1.0, "formula", "t"),
+                         memory=Memory(None, None))
+        engine.cleanup(con)  # as the command does when anything after run_audit fails: nothing was stored
+        assert con.execute("SELECT count(*) FROM audits").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM token_audit").fetchone()[0] == 0
+    finally:
+        con.close()
