@@ -27,6 +27,9 @@ from hypothesis import strategies as st
 
 from kvreport.runner.audit.ingest import BLANK_CHARS
 
+# Fuzzing: seconds per test, not milliseconds (`pytest -m 'not slow'` for a quick pass; CI runs everything).
+pytestmark = pytest.mark.slow
+
 # Per format; each example is a whole file of up to 30 lines, audited once or twice (about 0.3 s each on a
 # 2-core CPU). KVREPORT_FUZZ_EXAMPLES=500 runs a deeper search (same seed, more cases).
 EXAMPLES = int(os.environ.get("KVREPORT_FUZZ_EXAMPLES", "15"))
