@@ -8,14 +8,24 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..audit import remote
+from ..audit.dollars import load_prices_file, prefetch
+from ..audit.engine import AuditOptions, cleanup, next_audit_id, persist, run_audit
+from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
+from ..audit.kv_pricing import kv_pricing, memory_from_db
+from ..audit.tokenizer import load_tokenizer
 from ..core.errors import UserError
-
+from ..core.store import Store, connect, new_db_file, scratch_dir, shown
 
 # DuckDB's share of memory. The whole process peaks about 150 MB above it (Python, imports, what DuckDB does
 # not count), so a 1M-call audit stays under 500 MB; beyond the limit DuckDB spills to the scratch folder.
@@ -65,10 +75,7 @@ def _memory_limit(value: str | None) -> str | None:
 
 def _store(con, result, db: Path) -> None:
     """persist, with a failure (a full disk, a read-only folder) named for the DB file."""
-    import duckdb
 
-    from ..audit.engine import persist
-    from ..core.store import shown
 
     try:
         persist(con, result)
@@ -98,10 +105,7 @@ def _progress(n_files: int, enabled: bool | None, con):
     if not (sys.stderr.isatty() if enabled is None else enabled):
         yield None
         return
-    import threading
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True, force_terminal=enabled), transient=True) as bar:
@@ -147,14 +151,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process. `ray`: run it as Ray tasks ("local": a Ray of ray_workers CPUs started
     here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
-    from ..audit.dollars import load_prices_file, prefetch
-    from ..audit.engine import AuditOptions, cleanup, next_audit_id, run_audit
-    from ..audit.ingest import FORMATS, Keys, detect, json_keys
-    from ..audit.kv_pricing import kv_pricing, memory_from_db
-    from ..audit.tokenizer import load_tokenizer
-    from ..core.store import Store, connect, new_db_file, scratch_dir
 
-    import duckdb
 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
@@ -171,7 +168,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     if window[0] and window[1] and window[0] >= window[1]:
         raise UserError(f"--since {since} is not before --until {until}")
     if ray is not None:
-        from ..audit import distributed
+        from ..audit import distributed  # only with --ray: it brings Ray (the optional [ray] extra)
 
         distributed.check_address(ray)
         if ray_workers is not None and ray_workers < 1:
@@ -266,9 +263,6 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
 def _log_files(args: list, db: Path) -> list:
     """The command line's logs in order, each once: local files (ingest.expand_paths) and s3:// URLs (listed,
     not read: remote.expand)."""
-    from ..audit import remote
-    from ..audit.ingest import expand_paths
-
     out: dict = {}  # a local file's resolved path (or a URL) -> the file as named: each file once
     for arg in args:
         url = remote.url_of(arg)
@@ -280,8 +274,6 @@ def _log_files(args: list, db: Path) -> list:
 
 def _staged(paths: list, folder: str) -> tuple[list[Path], dict[Path, str]]:
     """`paths` with each s3:// URL replaced by a local copy in `folder`; and the URL of each copy."""
-    from ..audit import remote
-
     urls = [p for p in paths if remote.url_of(p)]
     if not urls:
         return [Path(p) for p in paths], {}
@@ -293,7 +285,7 @@ def _staged(paths: list, folder: str) -> tuple[list[Path], dict[Path, str]]:
 def _ray_audit(con, paths, opts, args: dict, address: str, workers, scratch, partitions, tokenizer_path, progress,
                info: dict | None, db: Path):
     """The audit as Ray tasks (runner/audit/distributed.py), stored in one transaction like the other."""
-    from ..audit.distributed import Cluster
+    from ..audit.distributed import Cluster  # only with --ray: the optional [ray] extra
 
     with _ray_progress(progress) as on_progress, \
             Cluster(address, workers, scratch, partitions, on_progress=on_progress) as cluster:
@@ -312,8 +304,6 @@ def _ray_progress(enabled: bool | None):
     if not (sys.stderr.isatty() if enabled is None else enabled):
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True, force_terminal=enabled), transient=True) as bar:

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import tempfile
 
+import torch
+
+from ...audit.demo import write_demo
 from ...audit.engine import TABLES as AUDIT_TABLES
+from ...audit.engine import AuditOptions, fetch, run_audit
+from ...audit.kv_pricing import Memory, Pricing
+from ...audit.tokenizer import load_tokenizer
+from ...core.store import apply_steps, connect
+from ..devices import dtype_name
+from ..kv_cache import cache_bytes, forward_with_cache
+from ..probes import cuda_free_bytes, host_available
 from . import Result, RunContext
 
 NAME = "audit_demo"
@@ -20,16 +30,11 @@ TABLES = AUDIT_TABLES  # the audit tables it fills, through runner/audit (the en
 
 
 def _pricing(ctx: RunContext):
-    from ..devices import dtype_name
-
     dt = dtype_name(ctx.dtype)
     bpt = ctx.shared.get("measured_bytes_per_token")
     if bpt:
         return _deployment(ctx, float(bpt), f"measured in this run: {bpt:,.0f} B/token from {ctx.loaded.name}'s "
                                             f"cache tensors at {dt} (kv_memory_v2)")
-    import torch
-
-    from ..kv_cache import cache_bytes, forward_with_cache
 
     seq = min(32, ctx.max_positions)
     with torch.no_grad():
@@ -46,8 +51,6 @@ DEPLOYMENT_BYTES = 2  # a served model's KV is 16-bit (float16/bfloat16), whatev
 def _deployment(ctx: RunContext, bpt: float, how: str):
     """Traffic is priced as it would be served: the KV at 16-bit. A CPU run measures at float32, which would
     double every footprint; the measured size is scaled by element size (exact: same shapes, fewer bytes)."""
-    from ...audit.kv_pricing import Pricing
-
     element = ctx.dtype.itemsize
     if element == DEPLOYMENT_BYTES:
         return Pricing(bpt, "measured", f"{how}; the 16-bit deployment dtype")
@@ -63,11 +66,8 @@ def _relabel(rows: list[dict], folder: str) -> None:
                 r[key] = r[key].replace(folder.rstrip("/") + "/", "demo/")
 
 
-def memory_now(device) -> "Memory":
+def memory_now(device) -> Memory:
     """Free memory measured right now on the device the run uses: what the demo's sessions must fit into."""
-    from ...audit.kv_pricing import Memory
-    from ..probes import cuda_free_bytes, host_available
-
     if getattr(device, "type", "cpu") == "cuda":
         return Memory(cuda_free_bytes(device)[0], f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
     free, source = host_available()
@@ -75,11 +75,6 @@ def memory_now(device) -> "Memory":
 
 
 def run(ctx: RunContext) -> Result:
-    from ...audit.demo import write_demo
-    from ...audit.engine import AuditOptions, fetch, run_audit
-    from ...audit.tokenizer import load_tokenizer
-    from ...core.store import apply_steps, connect
-
     pricing = _pricing(ctx)
     memory = memory_now(ctx.device)
     with tempfile.TemporaryDirectory(prefix="kvreport-demo-") as folder:
