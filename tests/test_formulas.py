@@ -1,7 +1,8 @@
 """The numbers every published bandwidth rests on, on fixed inputs: the timing statistics (median and
 inclusive quartiles, never a mean), GB/s units, the theoretical-peak and copy-roof formulas, the compaction
 workload's byte counts, cache sizes and flush threshold, and the bytes a decode step reads and re-copies.
-tests/test_gpu_measurement.py and the subject files (test_compaction.py, test_decode.py, ...) hold the rest; nothing here is timed."""
+tests/test_gpu_measurement.py and the subject files (test_compaction.py, test_decode.py, ...) hold the rest;
+nothing here is timed."""
 from __future__ import annotations
 
 import sys
