@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import copy
-import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import duckdb
@@ -12,6 +10,8 @@ import torch
 
 from kvreport.runner.commands.audit import execute as audit
 from kvreport.runner.commands.run import execute as run
+
+from htmldoc import Doc
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
@@ -92,42 +92,25 @@ def test_prefix_reuse_detects_a_wrong_reuse():
     assert not logits_agree(ref, wrong, torch.float32)[1]
 
 
-class _Page(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.scripts, self.tags, self.text = [], [], []
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        self.tags.append((tag, a))
-        if tag == "script":
-            self.scripts.append(a)
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
 def test_audit_page_escapes_session_ids(site):
     _, out = site
     html = (out / "audit.html").read_text()
-    p = _Page()
-    p.feed(html)
+    p = Doc(html)
     text = "".join(p.text)
     assert "<script>alert(1)</script>" in text and "<img src=x onerror=alert(1)>" in text  # shown as text
     assert "<script>alert(1)" not in html and "<img src=x" not in html  # never as markup
-    assert all(a.get("type") == "application/json" or a.get("src", "").startswith("assets/") for a in p.scripts)
-    assert not any("onerror" in a for _, a in p.tags)
+    assert all(a.get("type") == "application/json" or a.get("src", "").startswith("assets/") for a in p.find("script"))
+    assert not any("onerror" in a for _, a in p.elements)
 
 
 def test_audit_page_shows_the_figures(site):
     db, out = site
     html = (out / "audit.html").read_text()
-    p = _Page()
-    p.feed(html)
-    text = re.sub(r"\s+", " ", "".join(p.text))
+    p = Doc(html)
+    text = p.page_text()
     assert "run-1-demo · demo workload of run 1" in text and "audit-1" in text
     assert "512 B, measured" in text and "priced at 16 bits (the deployment dtype)" in text
-    ids = {a.get("id") for _, a in p.tags}
+    ids = p.ids()
     for cid in ("audit-run-1-demo-leakage", "audit-run-1-demo-ttl", "audit-run-1-demo-bloat", "audit-prefix-reuse",
                 "audit-evict"):
         assert cid in ids, cid

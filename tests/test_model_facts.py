@@ -310,7 +310,7 @@ def test_models_page_answers_first_and_sets_measurements_beside_the_formula():
          "weights_random": True, "seq_len": 8, "batch_size": 1, "kv_bytes": 1},
     ]
     ctx = page.context(lambda name, **kw: [dict(r) for r in measured] if name == "models_measured" else [], None)
-    rows = ctx.costs["bfloat16"]
+    rows = dict(ctx.cost_tables)["bfloat16"].rows
     reaching = [r for r in rows if r["kv_131072"] is not None]
     assert ctx.answer["most"] is reaching[0] and ctx.answer["least"] is reaching[-1]
     assert all(a["kv_131072"] >= b["kv_131072"] for a, b in zip(reaching, reaching[1:]))  # the answer column leads
