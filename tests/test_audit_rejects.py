@@ -500,3 +500,31 @@ def test_every_reject_literal_in_the_ingest_sql_has_a_fixture():
             if " " in text and not any(text in r for r in expected):
                 missing.append(f"{name}: {text!r}")
     assert not missing, "reject rules without a fixture line:\n" + "\n".join(missing)
+
+
+# kv_sts's fast cast of plain UTC times (setup/macros.sql, kv_plain_utc): each string ends in 'Z', so before
+# that cast kv_ts_text alone read it; the cast must give exactly what kv_ts_text gives, in and out of its shape.
+PLAIN_UTC = ["2025-06-02T10:00:00Z", "2025-06-02T10:00:00.123456Z", "2025-06-02T10:00:00.5Z",
+             "2099-12-31T23:59:59.999999Z", "2000-01-01T00:00:00Z",
+             "1999-12-31T23:59:59Z", "2100-01-01T00:00:00Z",           # read by the cast, outside kv_in_window
+             "2025-02-30T10:00:00Z", "2025-06-02T25:00:00Z",           # the shape, not a time
+             "2025-06-02T10:00:00 Europe/BerlinZ", "2025-06-02T10:00:00 Z",  # the cast would drop what follows a space
+             "2025-06-02T10:00:00+02:00Z", "2025-06-02T10:00:00.1234567Z", "2025-06-02 10:00:00Z", "12345Z"]
+
+
+def test_plain_utc_times_read_as_the_full_time_parser_reads_them():
+    from kvreport.runner.audit.sqlfiles import run_sql
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    run_sql(con, "setup/macros")
+    got = con.execute("SELECT s, kv_sts(s), kv_ts_text(s) FROM unnest(?::VARCHAR[]) t(s)", [PLAIN_UTC]).fetchall()
+    assert [(s, fast) for s, fast, full in got if fast != full] == []
+    read = {s for s, fast, _ in got if fast is not None}
+    assert set(PLAIN_UTC[:5]) <= read and not read & set(PLAIN_UTC[5:12])  # times in the window only
+
+
+def test_plain_utc_times_out_of_the_window_or_the_calendar_are_rejects(tmp_path):
+    times = PLAIN_UTC[5:10]
+    got = audit_rejects(tmp_path, "openai", [GOOD["openai"]] + [dict(openai_env(), timestamp=t) for t in times])
+    assert got == {2 + i: f"timestamp is not a time (got {t})" for i, t in enumerate(times)}

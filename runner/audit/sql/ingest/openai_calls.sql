@@ -21,15 +21,20 @@ g AS (
          kv_nn(j.request.input) AS j_input_items
   FROM f
 ),
-v AS (  -- every value converted once: the checks below and the output share them
-  SELECT *,
-         kv_sint_error(s_input, 'usage.prompt_tokens') AS e_input,
-         kv_sint_error(s_cached, 'usage.prompt_tokens_details.cached_tokens') AS e_cached,
-         kv_sint_error(s_output, 'usage.completion_tokens') AS e_output,
-         kv_sint_error(s_system, 'system_tokens') AS e_system,
-         kv_sint(s_input) AS n_input, coalesce(kv_sint(s_cached), 0) AS n_cached, kv_sint(s_output) AS n_output,
+c AS (  -- every value converted once: the checks below and the output share them
+  SELECT *, kv_sint(s_input) AS n_input, kv_sint(s_cached) AS c_cached, kv_sint(s_output) AS n_output,
          kv_sint(s_system) AS n_system, kv_sts(s_ts) AS t_ts, kv_sts(s_disc) AS t_disc
   FROM g
+),
+v AS (  -- a value's reject reason only where it did not convert: kv_sint and kv_sint_error never both give
+        -- NULL for a value (setup/macros.sql), so a converted one has none, and its text is not tested again
+  SELECT * EXCLUDE (c_cached),
+         CASE WHEN n_input IS NULL THEN kv_sint_error(s_input, 'usage.prompt_tokens') END AS e_input,
+         CASE WHEN c_cached IS NULL THEN kv_sint_error(s_cached, 'usage.prompt_tokens_details.cached_tokens') END AS e_cached,
+         CASE WHEN n_output IS NULL THEN kv_sint_error(s_output, 'usage.completion_tokens') END AS e_output,
+         CASE WHEN n_system IS NULL THEN kv_sint_error(s_system, 'system_tokens') END AS e_system,
+         coalesce(c_cached, 0) AS n_cached
+  FROM c
 ),
 r AS (
   SELECT *,
