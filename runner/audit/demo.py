@@ -24,6 +24,9 @@ import json
 import random
 from pathlib import Path
 
+from tokenizers import Tokenizer, pre_tokenizers
+from tokenizers.models import WordLevel
+
 SEED = 20250602
 START = dt.datetime(2025, 6, 2, 9, 0, 0)
 WINDOW_S = 2 * 3600
@@ -125,9 +128,6 @@ def _conversations(rng: random.Random) -> list[dict]:
 
 def _build_tokenizer(texts: list[str]):
     """A word-level tokenizer over the workload's own words (nothing downloaded)."""
-    from tokenizers import Tokenizer, pre_tokenizers
-    from tokenizers.models import WordLevel
-
     pre = pre_tokenizers.Whitespace()
     vocab = {"[UNK]": 0, "<system>": 1, "<user>": 2, "<assistant>": 3}
     for text in texts:

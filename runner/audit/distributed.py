@@ -40,9 +40,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+import duckdb
+
 from ..core.errors import UserError
+from ..core.store import apply_steps, connect
 from . import dollars, engine, pipeline
 from .ingest import Source
+from .tokenizer import load_tokenizer
 
 FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
 _TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
@@ -109,7 +113,7 @@ def check_address(address: str | None) -> str | None:
 
 def import_ray():
     try:
-        import ray
+        import ray  # the optional [ray] extra: only `kvreport audit --ray` needs it
     except ImportError:
         raise RayAuditError("--ray needs Ray: pip install 'kvreport[ray]'") from None
     return ray
@@ -135,8 +139,6 @@ def _fault(phase: str, index: int) -> None:
 
 
 def _connect(opts: engine.AuditOptions, tmpdir: str):
-    from ..core.store import apply_steps, connect
-
     con = connect()
     apply_steps(con, 0)  # the audit tables, which the per-session figures are written into
     engine.setup(con, tmpdir, opts)
@@ -178,8 +180,6 @@ def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOpti
              cwd: str) -> dict:
     """Read `sources` (a contiguous run of the audit's files) into _staged, as the single-process audit does;
     write their calls, partitioned by hash(session_id), and their rejects to Parquet under `out`."""
-    import duckdb
-
     _fault("map", index)
     _in_folder(cwd)
     started = time.perf_counter()
@@ -226,7 +226,6 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
     final = Path(out)
     attempt = _attempt_dir(final)
     if tokenizer:
-        from .tokenizer import load_tokenizer
         fig = replace(fig, tokenizer=load_tokenizer(tokenizer))
     with tempfile.TemporaryDirectory(prefix="kvreport-reduce-") as tmpdir:
         con = _connect(opts, tmpdir)
@@ -250,8 +249,6 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
 
 def time_task(index: int, folder: str, opts: engine.AuditOptions, window: tuple) -> dict:
     """One partition's sums for the leakage timeline and the TTL sweep, on the whole audit's time span."""
-    from ..core.store import connect
-
     _fault("time", index)
     started = time.perf_counter()
     final = Path(folder) / "time"
@@ -456,8 +453,6 @@ class Cluster:
         self.run_info.phase_seconds["map"] = time.perf_counter() - started
         self.run_info.task_times += [TaskTime("map", i, r["seconds"], r["stats"]["n_calls"], len(run.shares[i]))
                                      for i, r in sorted(maps.items())]
-        import duckdb
-
         versions = {r["duckdb"] for r in maps.values()}
         if versions != {duckdb.__version__}:
             raise RayAuditError(f"--ray: the workers run DuckDB {', '.join(sorted(versions))}, this process "

@@ -227,7 +227,7 @@ class _ZstdStream(io.RawIOBase):
     truncated last frame an error: zstandard's stream reader ends quietly where the data stops."""
 
     def __init__(self, path: Path):
-        import zstandard
+        import zstandard  # optional: only a .zst log needs it (open_log says so when it is missing)
 
         self._zstd = zstandard
         self._f = open(path, "rb")

@@ -1,14 +1,16 @@
 """`--tokenizer PATH`: a local Hugging Face tokenizer, to count tokens in logged message content.
 
 A tokenizer.json file, or a folder holding one; read with the `tokenizers` library alone, so the audit never
-imports transformers or torch. Nothing is ever downloaded. Counts are of the message text only: the provider's own count also includes
-its chat-template tokens, so SPOR from a tokenizer is slightly low, never high.
+imports transformers or torch. Nothing is ever downloaded. Counts are of the message text only: the provider's
+own count also includes its chat-template tokens, so SPOR from a tokenizer is slightly low, never high.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from tokenizers import Tokenizer as HFTokenizer
 
 from ..core.errors import UserError
 
@@ -35,8 +37,6 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         raise TokenizerError(f"--tokenizer {path}: no such file or folder")
     file = path / "tokenizer.json" if path.is_dir() else path
     if file.is_file():
-        from tokenizers import Tokenizer as HFTokenizer
-
         try:
             tok = HFTokenizer.from_file(str(file))
         except Exception as exc:  # noqa: BLE001 - a bad file becomes one clear message
