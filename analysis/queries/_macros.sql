@@ -8,6 +8,23 @@ CREATE OR REPLACE TEMP MACRO sig3(x) AS
        WHEN abs(x) >= 1 THEN format('{:.2f}', x)
        ELSE format('{:.3g}', x) END;
 
+-- bytes3(x): bytes as the pages' tables print them (fmt_bytes in analysis/site/formats.py): binary units,
+-- about three significant digits: 912 B · 36 KiB · 1,008 KiB · 1.50 MiB · 1.97 GiB. Headlines use it so a
+-- sentence and the table under it name the same figure the same way (a headline said "2,016 MiB" over a
+-- table's "1.97 GiB"). One policy written in two languages: tests/test_formats.py checks they agree.
+-- Dividing by a power of two is exact, so x / 1024^k is the figure fmt_bytes reaches by dividing k times.
+CREATE OR REPLACE TEMP MACRO bytes3_in(v, unit) AS
+  CASE WHEN unit = 'B' OR abs(v) >= 100 OR v = floor(v) THEN format('{:,.0f} {}', v, unit)
+       WHEN abs(v) >= 10 THEN format('{:.1f} {}', v, unit)
+       ELSE format('{:.2f} {}', v, unit) END;
+CREATE OR REPLACE TEMP MACRO bytes3(x) AS
+  CASE WHEN x IS NULL THEN '–'
+       WHEN abs(x) < 1024 THEN bytes3_in(CAST(x AS DOUBLE), 'B')
+       WHEN abs(x) < 1024 ^ 2 THEN bytes3_in(x / 1024, 'KiB')
+       WHEN abs(x) < 1024 ^ 3 THEN bytes3_in(x / 1024 ^ 2, 'MiB')
+       WHEN abs(x) < 1024 ^ 4 THEN bytes3_in(x / 1024 ^ 3, 'GiB')
+       ELSE bytes3_in(x / 1024 ^ 4, 'TiB') END;
+
 -- decode_eager_variation(): per run and batch, how much the eager decode step moves across prefix lengths and
 -- what bounds it (decode_variation.sql shows it; claim_decode.sql judges the seed's claims on it). A table
 -- macro, so the two read one definition.

@@ -10,15 +10,15 @@ best AS (  -- per run, at the largest size: triton if it ran, else batched
 )
 SELECT e.run_id,
        CASE WHEN coalesce(bb.over_roof, false)
-            THEN printf('KV compaction on %s: %s timed at %.0f%% of the same-size copy roof at %.0f MB moved: above 105%%, flagged as a measurement error',
-                        r.device_name, bb.method, 100 * bb.pct_of_roof, e.big / 1e6)
-            ELSE printf('KV compaction on %s: %s %.1f GB/s = %.0f%% of the %s copy roof (%.1f GB/s) at %.0f MiB moved (naive %.1f GB/s, %.0f%%)%s; batched %.2f× faster than naive at %.0f KiB',
+            THEN printf('KV compaction on %s: %s timed at %.0f%% of the same-size copy roof at %s moved: above 105%%, flagged as a measurement error',
+                        r.device_name, bb.method, 100 * bb.pct_of_roof, bytes3(e.big))
+            ELSE printf('KV compaction on %s: %s %.1f GB/s = %.0f%% of the %s copy roof (%.1f GB/s) at %s moved (naive %.1f GB/s, %.0f%%)%s; batched %.2f× faster than naive at %s',
                         r.device_name, bb.method, bb.gbs, 100 * bb.pct_of_roof,
                         CASE WHEN bb.roof_basis = 'same-size copy roof' THEN 'same-size' ELSE 'measured' END,
-                        bb.roof_gbs, e.big / 1048576, nb.gbs, 100 * nb.pct_of_roof,
+                        bb.roof_gbs, bytes3(e.big), nb.gbs, 100 * nb.pct_of_roof,
                         coalesce(printf(', %.0f%% of the device copy roof (%.1f GB/s, one large copy alone)',
                                         100 * bb.gbs / dc.roof_gbs, dc.roof_gbs), ''),
-                        ns.time_ms / bs.time_ms, e.small / 1024) END
+                        ns.time_ms / bs.time_ms, bytes3(e.small)) END
          || CASE WHEN bb.spread_wide OR nb.spread_wide THEN ' (wide timing spread: see the page)' ELSE '' END AS finding,
        100 * bb.pct_of_roof AS value,
        CASE WHEN bb.roof_basis = 'same-size copy roof' THEN '% of same-size copy roof' ELSE '% of copy roof' END AS unit,

@@ -13,8 +13,8 @@ SELECT s.run_id,
        CASE WHEN violated
             THEN format('Compaction + decode on {} ({}) timed {} ms, below the sanity bound (longer part alone {} ms): flagged as a measurement error, not a speed-up.',
                         r.device_name, concurrency, sig3(both_ms), sig3(longer_ms))
-            ELSE format('Compaction moving {:,.0f} MiB beside {} decode step{} of {} on {} ({}): {} ms together vs {} ms compaction and {} ms decode alone, {:.2f}× the longer part.',
-                        compact_bytes / 1048576, decode_steps, CASE WHEN decode_steps = 1 THEN '' ELSE 's' END, r.model, r.device_name, concurrency, sig3(both_ms),
+            ELSE format('Compaction moving {} beside {} decode step{} of {} on {} ({}): {} ms together vs {} ms compaction and {} ms decode alone, {:.2f}× the longer part.',
+                        bytes3(compact_bytes), decode_steps, CASE WHEN decode_steps = 1 THEN '' ELSE 's' END, r.model, r.device_name, concurrency, sig3(both_ms),
                         sig3(compact_ms), sig3(decode_ms), both_ms / longer_ms)
                  || coalesce(CASE WHEN balanced
                     THEN format(' With the parts balanced ({:.2f}×, decode as {}), running together inflated the decode part {:.2f}× and cost compaction {:.0f}% of its bandwidth.',

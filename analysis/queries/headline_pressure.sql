@@ -6,9 +6,9 @@ WITH longest AS (
   FROM kv_capacity_v3 WHERE bytes_per_request IS NOT NULL
 )
 SELECT l.run_id,
-       format('{} at {} on {}: KV capacity {:,} tokens, max concurrency {:,.1f} requests of {} tokens, within a {:,.2f} GiB ceiling{}; {} requests admitted before the {}.',
+       format('{} at {} on {}: KV capacity {:,} tokens, max concurrency {:,.1f} requests of {} tokens, within a {} ceiling{}; {} requests admitted before the {}.',
               r.model, r.dtype, r.device_name, l.capacity_tokens, l.max_concurrency, l.seq_len,
-              l.ceiling_bytes / 2 ^ 30,
+              bytes3(l.ceiling_bytes),
               CASE WHEN r.device_kind = 'cuda' THEN format(' ({:.0f}% of free device memory)', 100 * l.ceiling_fraction)
                    ELSE ' (a CPU safety limit, not the RAM size)' END,
               l.max_requests_measured,
