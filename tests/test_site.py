@@ -744,21 +744,21 @@ def test_memory_headline_is_the_growth_per_token_with_constant_state_apart():
     a hybrid's constant state is said apart (not spread over a short prefill), a windowed length is not used."""
     import duckdb
 
+    from kvreport.analysis.queries import Queries
+    from kvreport.runner.core.store import apply_steps
+
     con = duckdb.connect()
-    con.execute("CREATE TABLE runs (run_id INTEGER, model VARCHAR, dtype VARCHAR)")
-    con.execute("CREATE TABLE kv_memory_v2 (run_id INTEGER, seq_len INTEGER, batch_size INTEGER, "
-                "cached_tokens INTEGER, kv_bytes BIGINT, bytes_per_token DOUBLE, match BOOLEAN)")
-    con.execute("CREATE TABLE kv_per_layer (run_id INTEGER, seq_len INTEGER, batch_size INTEGER, "
-                "cached_tokens INTEGER)")
-    con.execute("INSERT INTO runs VALUES (1, 'hybrid', 'bfloat16'), (2, 'windowed', 'bfloat16')")
+    apply_steps(con, 0)  # the DB's tables, which the query's macros (kv_growth) read
+    con.execute("INSERT INTO runs (run_id, status, model, dtype) VALUES (1, 'ok', 'hybrid', 'bfloat16'), "
+                "(2, 'ok', 'windowed', 'bfloat16')")
+    memory = "INSERT INTO kv_memory_v2 (run_id, seq_len, batch_size, cached_tokens, kv_bytes, bytes_per_token, match) "
     for seq in (16, 64):  # hybrid: 100 B/token + 5,000 B of state
-        con.execute("INSERT INTO kv_memory_v2 VALUES (1, ?, 1, ?, ?, ?, true)", [seq, seq, 100 * seq + 5000,
-                                                                                (100 * seq + 5000) / seq])
+        con.execute(memory + "VALUES (1, ?, 1, ?, ?, ?, true)", [seq, seq, 100 * seq + 5000, (100 * seq + 5000) / seq])
     for seq, held in ((16, 16), (64, 64), (200, 127)):  # windowed: 2 layers x 50 B/token, one capped at 127
         kv = 50 * seq + 50 * held
-        con.execute("INSERT INTO kv_memory_v2 VALUES (2, ?, 1, ?, ?, ?, true)", [seq, seq, kv, kv / seq])
-        con.execute("INSERT INTO kv_per_layer VALUES (2, ?, 1, ?), (2, ?, 1, ?)", [seq, seq, seq, held])
-    sql = (Path(__file__).resolve().parent.parent / "analysis" / "queries" / "headline_memory.sql").read_text()
-    rows = {r[0]: (r[1], r[2]) for r in con.execute(sql).fetchall()}
+        con.execute(memory + "VALUES (2, ?, 1, ?, ?, ?, true)", [seq, seq, kv, kv / seq])
+        con.execute("INSERT INTO kv_per_layer (run_id, seq_len, batch_size, cached_tokens) VALUES (2, ?, 1, ?), (2, ?, 1, ?)",
+                    [seq, seq, seq, held])
+    rows = {r["run_id"]: (r["finding"], r["value"]) for r in Queries(con)("headline_memory")}
     assert rows[1][1] == 100 and "grows by 100 bytes per token, on top of 5,000 bytes of constant state" in rows[1][0]
     assert rows[2][1] == 100 and "holds 100 bytes per token" in rows[2][0]

@@ -94,6 +94,27 @@ def memory_rows(bpt, formula=None, heads=(12, 12), layers=12, head_dim=64, seqs=
     return {"kv_memory_v2": v2, "kv_per_layer": per_layer}
 
 
+def layered_rows(kinds, growth, state=0, heads=(16, 2), head_dim=256, seqs=(16, 64)):
+    """A cache of several layer kinds (kv_per_layer.kind, one row per layer; K shape on the layers that hold
+    K): `growth` bytes per token on top of `state` constant bytes per request, as a hybrid or MLA model measures."""
+    v2 = [{"seq_len": s, "batch_size": 1, "kv_bytes": state + s * growth, "bytes_per_token": (state + s * growth) / s,
+           "formula_bytes_per_token": growth, "expected_kv_bytes": state + s * growth, "cached_tokens": s,
+           "n_layers": len(kinds), "n_heads": heads[0], "n_kv_heads": heads[1], "head_dim": head_dim, "match": True}
+          for s in seqs]
+    per_layer = [{"layer": i, "kind": kind, "seq_len": seqs[-1], "batch_size": 1, "k_bytes": 1, "v_bytes": 1,
+                  "cached_tokens": seqs[-1],
+                  "k_shape": None if kind.endswith("_state") else f"1x{heads[1]}x{seqs[-1]}x{head_dim}"}
+                 for i, kind in enumerate(kinds)]
+    return {"kv_memory_v2": v2, "kv_per_layer": per_layer}
+
+
+# A hybrid: 1 attention layer (2 KV heads x 256 dims at 2 bytes: 2,048 B/token) beside 3 linear-attention layers
+# holding 1 MiB of state; the seed's formula over all 4 layers and 16 heads gives 2 x 4 x 16 x 256 x 2 = 65,536.
+HYBRID = layered_rows(["linear_state", "linear_state", "linear_state", "full"], growth=2048, state=2 ** 20)
+# Multi-head latent attention: 2 layers, each caching one latent of 576 values at 2 bytes: 2,304 B/token.
+MLA = layered_rows(["mla_latent", "mla_latent"], growth=2 * 576 * 2, heads=(128, 1), head_dim=576)
+
+
 def capacity(bpr=512 * GPT2_BPT16, stop="cap", measured=20, ceiling_max=300, theoretical=414,
              free=int(7.5 * 2**30), weights=2 * GPT2_PARAMS, dtype_bytes=2, seq=512):
     return {"seq_len": seq, "max_requests_measured": measured, "theoretical_max_requests": theoretical,
@@ -235,10 +256,11 @@ CASES = [
          {"memory-gpt2-arithmetic": [(None, "confirmed")], "memory-gpt2-measured": [(None, "not measured")],
           "memory-v1-vs-v2": [(None, "not measured")]},
          {("memory-gpt2-arithmetic", None): "2 x 12 x 12 x 64 x 2 = 36,864 B = 36 KiB"}),
-    Case("claim_memory", "GPT-2 measured on a float32 run: 73,728 B/token scaled by element size is expected",
+    Case("claim_memory", "GPT-2 measured on a float32 run: 73,728 B/token scaled by element size is confirmed",
          [Run(cpu("gpt2", "float32"), memory_rows(2 * GPT2_BPT16))],
-         {"memory-gpt2-measured": [(1, "expected")], "memory-formula": [(1, "confirmed")],
-          "memory-all-lengths": [(1, "confirmed")]}),
+         {"memory-gpt2-measured": [(1, "confirmed")], "memory-formula": [(1, "confirmed")],
+          "memory-all-lengths": [(1, "confirmed")]},
+         {("memory-gpt2-measured", 1): "73,728 B/token at float32 = 36,864 B/token at 2 B/element"}),
     Case("claim_memory", "GPT-2 measured at float16: 36,864 B/token confirmed",
          [Run(cuda("gpt2", "float16"), memory_rows(GPT2_BPT16))],
          {"memory-gpt2-measured": [(1, "confirmed")]}),
@@ -248,6 +270,16 @@ CASES = [
     Case("claim_memory", "grouped-query attention: the n_heads formula over-counts, refuted",
          [Run(cpu("tiny-llama-gqa"), memory_rows(2 * 2 * 2 * 16 * 4, heads=(8, 2), layers=2, head_dim=16))],
          {"memory-formula": [(1, "refuted")]}),
+    Case("claim_memory", "a hybrid: the formula over every layer and head refuted on the growth, the fixed state apart",
+         [Run(cpu("hybrid-model", "bfloat16"), HYBRID)],
+         {"memory-formula": [(1, "refuted")], "memory-all-lengths": [(1, "expected")]},
+         {("memory-formula", 1): "2,048 B/token growth measured (+ 1 MiB of fixed state per request); "
+                                 "seed formula gives 65,536"}),
+    Case("claim_memory", "multi-head latent attention: the per-head formula does not describe a latent cache",
+         [Run(cpu("mla-model", "bfloat16"), MLA)],
+         {"memory-formula": [(1, "refuted")], "memory-all-lengths": [(1, "confirmed")]},
+         {("memory-formula", 1): "2,304 B/token measured: one latent of 576 values per layer; the seed formula "
+                                 "counts K and V per head"}),
     Case("claim_memory", "attention-head count not recorded anywhere: the formula not measured",
          [Run(cpu("tiny-gpt2"), memory_rows(2 * 2 * 4 * 16 * 4, heads=(None, 4), layers=2, head_dim=16))],
          {"memory-formula": [(1, "not measured")]}),
@@ -450,6 +482,11 @@ CASES = [
     Case("claim_token_article", "1,500 B/token at 16-bit from a float32 run's 3,000: constant confirmed",
          [Run(cpu("small-model", "float32"), memory_rows(3000.0))],
          {"token-kv-constant": [(1, "confirmed")]}),
+    Case("claim_token_article", "a hybrid is priced by what it adds per token (2,048 B), not its state spread over a prefill",
+         [Run(cpu("hybrid-model", "bfloat16"), HYBRID)],
+         {"token-kv-constant": [(1, "confirmed")]},
+         {("token-kv-constant", 1): "2,048 B/token measured (hybrid-model, bfloat16) = 2,048 B/token at 16-bit: "
+                                    "1.4x the constant"}),
     Case("claim_token_article", "GPT-2 at 36,864 B/token: the constant refuted",
          [Run(cpu("gpt2", "float16"), memory_rows(GPT2_BPT16))],
          {"token-kv-constant": [(1, "refuted")]}),
@@ -652,7 +689,7 @@ def test_claims_page_shows_the_verdict_of_each_named_claim(verdict_site):
         ("memory-gpt2-measured", 1), ("memory-gpt2-arithmetic", None), ("crossover-7b-388", 2),
         ("pressure-49-fit", 3), ("pressure-49-fit", 4), ("pressure-theoretical-max", None),
         ("decode_bandwidth_bound", None)]} == {
-        ("memory-gpt2-measured", 1): "expected",          # float32 GPT-2: 36 KiB x 4/2, as the formula says
+        ("memory-gpt2-measured", 1): "confirmed",         # float32 GPT-2: 73,728 B = 36 KiB at 2 B/element
         ("memory-gpt2-arithmetic", None): "confirmed",
         ("crossover-7b-388", 2): "refuted",               # the NULL-crossover guard
         ("pressure-49-fit", 3): PENDING,                   # a CPU run never decides a GPU measurement

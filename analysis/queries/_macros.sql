@@ -25,6 +25,48 @@ CREATE OR REPLACE TEMP MACRO bytes3(x) AS
        WHEN abs(x) < 1024 ^ 4 THEN bytes3_in(x / 1024 ^ 3, 'GiB')
        ELSE bytes3_in(x / 1024 ^ 4, 'TiB') END;
 
+-- dtype_bytes(dtype): bytes per element of a run's dtype (NULL for one it does not know).
+CREATE OR REPLACE TEMP MACRO dtype_bytes(dtype) AS
+  CASE WHEN dtype IN ('float16', 'bfloat16') THEN 2 WHEN dtype = 'float32' THEN 4
+       WHEN dtype LIKE 'float8%' THEN 1 WHEN dtype = 'float64' THEN 8 END;
+
+-- kv_growth(): per run, what the KV cache adds per token: its growth between the two longest prefills below
+-- every window (same batch), so the constant state of a hybrid model (linear attention, Mamba) is said apart
+-- (constant_bytes per request) rather than spread over a short prefill; a run with one such length, its bytes
+-- per token. Also the layer kinds the run's cache held (kv_per_layer.kind; NULL in DBs before schema 7 counts
+-- as plain attention). headline_memory.sql, claim_memory.sql and claim_token_article.sql read this one definition.
+CREATE OR REPLACE TEMP MACRO kv_growth() AS TABLE
+WITH uncapped AS (
+  SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC, batch_size DESC) AS rn
+  FROM kv_memory_v2 m WHERE cached_tokens = seq_len
+    AND NOT EXISTS (SELECT 1 FROM kv_per_layer l  -- no layer holds fewer tokens than the prefill (a window)
+                    WHERE l.run_id = m.run_id AND l.seq_len = m.seq_len AND l.batch_size = m.batch_size
+                      AND l.cached_tokens < l.seq_len)
+),
+top AS (SELECT * FROM uncapped WHERE rn = 1),
+prev AS (
+  SELECT u.run_id, u.seq_len, u.kv_bytes,
+         row_number() OVER (PARTITION BY u.run_id ORDER BY u.seq_len DESC) AS k
+  FROM uncapped u JOIN top t ON u.run_id = t.run_id AND u.batch_size = t.batch_size AND u.seq_len < t.seq_len
+),
+kinds AS (
+  SELECT run_id,
+         bool_or(kind IN ('mla_latent', 'mla_per_head')) AS mla,
+         bool_or(kind IN ('linear_state', 'mamba_state')) AS has_state,
+         bool_or(kind IN ('sliding', 'chunked')) AS windowed,
+         count(DISTINCT layer) FILTER (WHERE kind IS NULL OR kind IN ('full', 'sliding', 'chunked')) AS n_attention_layers
+  FROM kv_per_layer GROUP BY run_id
+),
+g AS (
+  SELECT t.run_id, t.kv_bytes, t.seq_len, t.batch_size, t.n_layers, t.formula_bytes_per_token,
+         coalesce((t.kv_bytes - p.kv_bytes) / ((t.seq_len - p.seq_len) * t.batch_size), t.bytes_per_token) AS per_token
+  FROM top t LEFT JOIN prev p ON p.run_id = t.run_id AND p.k = 1
+)
+SELECT g.*, greatest(0, round(g.kv_bytes - g.per_token * g.seq_len * g.batch_size) / g.batch_size)::BIGINT AS constant_bytes,
+       coalesce(k.mla, false) AS mla, coalesce(k.has_state, false) AS has_state, coalesce(k.windowed, false) AS windowed,
+       k.n_attention_layers
+FROM g LEFT JOIN kinds k USING (run_id);
+
 -- decode_eager_variation(): per run and batch, how much the eager decode step moves across prefix lengths and
 -- what bounds it (decode_variation.sql shows it; claim_decode.sql judges the seed's claims on it). A table
 -- macro, so the two read one definition.

@@ -10,10 +10,6 @@ WITH shape AS (
          max(split_part(k_shape, 'x', 4)::INTEGER) AS head_dim
   FROM kv_per_layer GROUP BY run_id
 ),
-uncapped AS (  -- the longest prefill no sliding window capped: the plain per-token cost
-  SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC, batch_size DESC) AS rn
-  FROM kv_memory_v2 WHERE cached_tokens = seq_len
-),
 heads_from_memory AS (
   SELECT run_id, max((to_json(m) ->> 'n_heads')::INTEGER) AS n_heads FROM kv_memory_v2 m GROUP BY run_id
 ),
@@ -22,17 +18,16 @@ heads_from_crossover AS (
   FROM kv_crossover_v3 c JOIN runs r ON r.run_id = c.run_id AND r.model = c.model
   WHERE c.source = 'measured' GROUP BY c.run_id
 ),
-per_run AS (
-  SELECT u.run_id, r.model, r.dtype, u.bytes_per_token AS measured_bpt, u.formula_bytes_per_token AS formula_bpt,
-         u.n_layers, s.n_kv_heads, s.head_dim,
-         u.formula_bytes_per_token // (2 * u.n_layers * s.n_kv_heads * s.head_dim) AS dtype_bytes,
-         coalesce(hm.n_heads, hc.n_heads) AS n_heads
-  FROM uncapped u
+per_run AS (  -- what the cache adds per token (kv_growth: a hybrid's constant state apart), and its layers' kinds
+  SELECT g.run_id, r.model, r.dtype, g.per_token AS measured_bpt, g.formula_bytes_per_token AS formula_bpt,
+         g.n_layers, s.n_kv_heads, s.head_dim, dtype_bytes(r.dtype) AS dtype_bytes,
+         coalesce(hm.n_heads, hc.n_heads) AS n_heads, g.mla, g.has_state, g.windowed, g.n_attention_layers,
+         g.constant_bytes
+  FROM kv_growth() g
   JOIN runs r USING (run_id)
   JOIN shape s USING (run_id)
   LEFT JOIN heads_from_memory hm USING (run_id)
   LEFT JOIN heads_from_crossover hc USING (run_id)
-  WHERE u.rn = 1
 ),
 spread AS (  -- bytes/token across every sequence length and batch a run measured
   SELECT run_id, min(bytes_per_token) AS min_bpt, max(bytes_per_token) AS max_bpt, bool_and(match) AS all_match,
@@ -49,15 +44,30 @@ allocator AS (
   FROM kv_memory GROUP BY run_id
 ),
 claims AS (
-  -- 1. The formula, with the attention-head count where the cache holds KV heads.
+  -- 1. The formula, with the attention-head count where the cache holds KV heads. It describes K and V per head
+  -- on every layer: a latent cache (MLA) or layers with a fixed state (hybrids) are not of that form.
   SELECT 'memory-formula' AS claim_id, 1 AS ord, run_id,
-         format('{:,} B/token measured; seed formula gives {}', measured_bpt::BIGINT,
-                CASE WHEN n_heads IS NULL THEN 'n/a (head count not recorded)'
-                     ELSE format('{:,}', 2 * n_layers * n_heads * head_dim * dtype_bytes) END) AS measured_value,
-         CASE WHEN n_heads IS NULL THEN $not_measured
+         CASE WHEN mla
+                THEN format('{:,} B/token measured: one latent of {:,} values per layer; the seed formula counts K and V per head',
+                            measured_bpt::BIGINT, (measured_bpt / (n_layers * dtype_bytes))::BIGINT)
+              ELSE format('{:,} B/token {}; seed formula gives {}', measured_bpt::BIGINT,
+                          CASE WHEN has_state THEN format('growth measured (+ {} of fixed state per request)', bytes3(constant_bytes))
+                               ELSE 'measured' END,
+                          CASE WHEN n_heads IS NULL THEN 'n/a (head count not recorded)'
+                               ELSE format('{:,}', 2 * n_layers * n_heads * head_dim * dtype_bytes) END) END AS measured_value,
+         CASE WHEN mla OR has_state THEN $refuted
+              WHEN n_heads IS NULL THEN $not_measured
               WHEN measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes THEN $confirmed
               ELSE $refuted END AS verdict,
-         CASE WHEN n_heads IS NULL THEN format('{} caches {} KV heads x {} dims x {} layers; its attention-head count is not in this DB, so the n_heads form cannot be checked', model, n_kv_heads, head_dim, n_layers)
+         CASE WHEN mla
+                THEN format('{} uses multi-head latent attention: each of its {} layers caches one compressed latent of {:,} values per token, shared by all {} heads, not K and V per head, so the n_heads x d_head formula does not describe it',
+                            model, n_layers, (measured_bpt / (n_layers * dtype_bytes))::BIGINT, coalesce(n_heads::VARCHAR, 'its'))
+              WHEN has_state
+                THEN format('{} is a hybrid: {} of its {} layers are attention whose cache grows per token ({} KV heads x {} dims); the other {} keep a fixed-size state that does not grow, so a formula over every layer and every head{}',
+                            model, n_attention_layers, n_layers, n_kv_heads, head_dim, n_layers - n_attention_layers,
+                            CASE WHEN n_heads IS NULL THEN ' does not describe it'
+                                 ELSE format(' over-counts {}x', round(2 * n_layers * n_heads * head_dim * dtype_bytes / measured_bpt, 1)) END)
+              WHEN n_heads IS NULL THEN format('{} caches {} KV heads x {} dims x {} layers; its attention-head count is not in this DB, so the n_heads form cannot be checked', model, n_kv_heads, head_dim, n_layers)
               WHEN n_heads = n_kv_heads AND measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes
                 THEN format('{}: every attention head has its own K/V (n_heads = n_kv_heads = {}), so the formula holds exactly', model, n_heads)
               WHEN n_heads <> n_kv_heads
@@ -71,15 +81,17 @@ claims AS (
          CASE WHEN 2 * 12 * 12 * 64 * 2 = 36 * 1024 THEN $confirmed ELSE $refuted END,
          'arithmetic, checked exactly: 36,864 bytes is 36 KiB (36.9 kB in SI units); needs no run'
   UNION ALL
-  -- 3. GPT-2's measured cache at 2-byte elements (runs at other dtypes are scaled by element size).
+  -- 3. GPT-2's measured cache at 2-byte elements: a run at another dtype is scaled by element size (cache sizes
+  -- are tensor shapes times element bytes, so the scaling is exact), as the pressure claims scale theirs.
   SELECT 'memory-gpt2-measured', 3, run_id,
-         format('{:,} B/token at {}', measured_bpt::BIGINT, dtype),
-         CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024 THEN $refuted
-              WHEN dtype_bytes = 2 THEN $confirmed ELSE $expected END,
+         CASE WHEN dtype_bytes = 2 THEN format('{:,} B/token at {}', measured_bpt::BIGINT, dtype)
+              ELSE format('{:,} B/token at {} = {:,} B/token at 2 B/element', measured_bpt::BIGINT, dtype,
+                          (measured_bpt * 2 / dtype_bytes)::BIGINT) END,
+         CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024 THEN $refuted ELSE $confirmed END,
          CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024
                 THEN format('measured {:,} B/token at {} bytes per element, not 36 KiB at 2', measured_bpt::BIGINT, dtype_bytes)
               WHEN dtype_bytes = 2 THEN 'the cache tensors of GPT-2 at 2 bytes per element hold exactly 36,864 B per token'
-              ELSE format('{} uses {} bytes per element: {:,} B/token is 36 KiB x {}/2, as the formula predicts', dtype, dtype_bytes, measured_bpt::BIGINT, dtype_bytes) END
+              ELSE format('the cache tensors of GPT-2 at {} ({} bytes per element) hold exactly {:,} B per token: 36,864 B at the seed''s 2 bytes per element', dtype, dtype_bytes, measured_bpt::BIGINT) END
   FROM gpt2
   UNION ALL
   SELECT 'memory-gpt2-measured', 3, NULL, NULL, $not_measured, 'no run of the gpt2 architecture in this DB'
@@ -93,8 +105,12 @@ claims AS (
               WHEN s.min_bpt = s.max_bpt THEN $confirmed ELSE $expected END,
          CASE WHEN NOT s.all_match THEN 'some shapes do not match the formula (see the memory page)'
               WHEN s.min_bpt = s.max_bpt THEN format('{}: the cache grows exactly linearly and matches the formula at every shape', r.model)
+              WHEN g.has_state AND g.windowed
+                THEN format('{} has sliding-window layers (a capped window) and layers with a fixed-size state: a short prefill spreads the state over few tokens and the windows stop growing, so bytes/token falls with length, exactly as the formula predicts', r.model)
+              WHEN g.has_state
+                THEN format('{} keeps a fixed-size state per request in its linear-attention or Mamba layers: a short prefill spreads it over few tokens, so bytes/token falls with length toward the {:,} B its attention layers add per token, exactly as the formula predicts', r.model, g.per_token::BIGINT)
               ELSE format('{} has sliding-window layers: they keep a capped window, so bytes/token falls with length, exactly as the capped formula predicts', r.model) END
-  FROM spread s JOIN runs r USING (run_id)
+  FROM spread s JOIN runs r USING (run_id) LEFT JOIN kv_growth() g USING (run_id)
   UNION ALL
   -- 5. v1's allocator before/after delta vs v2's direct tensor measurement.
   SELECT 'memory-v1-vs-v2', 5, run_id,

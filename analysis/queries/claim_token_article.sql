@@ -2,22 +2,17 @@
 -- and its "enterprise impact" figures, against this DB's measurements (kv_memory_v2, the demo audit
 -- every run makes, standalone `kvreport audit`s, and the prefix_reuse experiment).
 WITH dtype_bytes AS (
-  SELECT run_id, model, dtype, CASE WHEN dtype IN ('float16', 'bfloat16') THEN 2 WHEN dtype = 'float32' THEN 4 END AS b
-  FROM runs
+  SELECT run_id, model, dtype, dtype_bytes(dtype) AS b FROM runs
 ),
-uncapped AS (
-  SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC, batch_size DESC) AS rn
-  FROM kv_memory_v2 WHERE cached_tokens = seq_len
-),
--- Bytes/token per run of a real architecture (the tiny test models are toys): the cache-tensor
--- measurement, else the demo audit's own measurement.
+-- Bytes/token per run of a real architecture (the tiny test models are toys): what its cache tensors add per
+-- token (kv_growth: a hybrid's fixed state apart), else the demo audit's own measurement.
 bpt AS (
   SELECT d.run_id, d.model, d.dtype, d.b,
-         coalesce(u.bytes_per_token, a.kv_bytes_per_token) AS measured_bpt
+         coalesce(g.per_token, a.kv_bytes_per_token) AS measured_bpt
   FROM dtype_bytes d
-  LEFT JOIN uncapped u ON u.run_id = d.run_id AND u.rn = 1
+  LEFT JOIN kv_growth() g ON g.run_id = d.run_id
   LEFT JOIN audits a ON a.run_id = d.run_id AND a.kv_bytes_source = 'measured'
-  WHERE d.model NOT LIKE 'tiny-%' AND coalesce(u.bytes_per_token, a.kv_bytes_per_token) IS NOT NULL
+  WHERE d.model NOT LIKE 'tiny-%' AND coalesce(g.per_token, a.kv_bytes_per_token) IS NOT NULL
 ),
 seed AS (
   SELECT * FROM (VALUES
@@ -36,11 +31,11 @@ demo AS (  -- the article's sessions as each run's demo audit priced them
 demo16_price AS (  -- the 16-bit deployment price of a run's KV: its cache-tensor measurement scaled by
                     -- element size; else the demo audit's own price, which newer runs already set at 16 bits
                     -- (their kv_bytes_detail says so) and older ones set at the run's dtype
-  SELECT demo.*, coalesce(u.bytes_per_token * 2 / d.b,
+  SELECT demo.*, coalesce(g.per_token * 2 / d.b,
                           CASE WHEN demo.kv_bytes_detail LIKE '%16 bits%' OR demo.kv_bytes_detail LIKE '%16-bit deployment%'
                                THEN demo.kv_bytes_per_token ELSE demo.kv_bytes_per_token * 2 / d.b END) AS bpt16
   FROM demo JOIN dtype_bytes d USING (run_id)
-  LEFT JOIN uncapped u ON u.run_id = demo.run_id AND u.rn = 1
+  LEFT JOIN kv_growth() g ON g.run_id = demo.run_id
 ),
 demo16 AS (  -- each session's KV re-priced at that 16-bit price, whatever price the audit used
   SELECT *, kv_cache_bytes * bpt16 / kv_bytes_per_token AS kv16_bytes FROM demo16_price
@@ -91,7 +86,7 @@ claims AS (
          format('{:,} B/token measured ({}, {}) = {:,} B/token at 16-bit: {:.1f}x the constant',
                 measured_bpt::BIGINT, model, dtype, (measured_bpt * 2 / b)::BIGINT, measured_bpt * 2 / b / 1500) AS measured_value,
          CASE WHEN measured_bpt * 2 / b BETWEEN 750 AND 3000 THEN $confirmed ELSE $refuted END AS verdict,
-         format('one constant cannot price every model: {} caches 2 x layers x KV heads x head dim x element bytes per token, measured from its cache tensors', model) AS reasoning
+         format('one constant cannot price every model: what {} caches per token follows its own layers (K and V per KV head, a compressed latent, or a fixed state that does not grow) and element size, measured from its cache tensors', model) AS reasoning
   FROM bpt
   UNION ALL
   SELECT 'token-kv-constant', 1, NULL, NULL, $not_measured,
