@@ -2,13 +2,15 @@
 never shadows a DB table and is dropped whole, and the figures are written into the DB's tables once."""
 from __future__ import annotations
 
+import ast
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from kvreport.runner.audit import engine, ingest, pipeline
+from kvreport.runner.audit import distributed, engine, ingest, pipeline
 from kvreport.runner.audit.kv_pricing import Memory, Pricing
 from kvreport.runner.core.store import apply_steps, connect
 
@@ -91,3 +93,25 @@ def test_a_failed_audit_leaves_nothing_in_the_db(tmp_path):
         assert con.execute("SELECT count(*) FROM token_audit").fetchone()[0] == 0
     finally:
         con.close()
+
+
+# SQL statement text: a keyword that starts a statement, or a setting being set.
+_SQL_TEXT = re.compile(r"\b(SELECT|INSERT|COPY|CREATE|DESCRIBE|DROP|DELETE|UPDATE|PRAGMA|ATTACH|SET\s+\w+\s*=)\b")
+_EXECUTE = {"execute", "executemany", "sql", "query"}  # DuckDB's ways to run SQL text on a connection
+
+
+def test_the_ray_audit_holds_no_sql_text():
+    """distributed.py runs its statements from sql/distributed/ through run_sql: no call runs SQL text itself,
+    and no string in it (docstrings aside) is SQL."""
+    tree = ast.parse(Path(distributed.__file__).read_text(encoding="utf-8"))
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EXECUTE:
+            found.append(f"line {node.lineno}: .{node.func.attr}(...)")
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+              and _SQL_TEXT.search(node.value)):
+            found.append(f"line {node.lineno}: {node.value[:60]!r}")
+    assert not found, found

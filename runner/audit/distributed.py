@@ -17,6 +17,10 @@ audit-wide figures are sums (extremes, firsts) over sessions. So the phases of e
             in the single-process audit), then `persist` writes everything in one transaction, the calls and
             rejects straight from the Parquet files. No audit-wide figure re-reads the calls.
 
+Every statement is a file of runner/audit/sql/distributed/ (sqlfiles.run_sql); the Parquet files' paths, which
+DuckDB takes no parameter for in a COPY's target or a view, are `{path:...}` placeholders checked to lie in the
+scratch folder.
+
 Everything between the phases is Parquet in one scratch folder (a shared one on a multi-node cluster), which
 is removed at the end, on success and on failure. A task whose worker dies is retried once (max_retries=1);
 one that fails twice fails the audit, naming its files, and nothing is written to the DB.
@@ -46,18 +50,19 @@ from ..core.errors import UserError
 from ..core.store import apply_steps, connect
 from . import dollars, engine, pipeline
 from .ingest import Source
+from .sqlfiles import one, run_sql, value
 from .tokenizer import load_tokenizer
 
 FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
 _TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
 _RETRY_ON = (OSError, MemoryError)  # besides a dead worker: what may go away on a second try
-# The columns of _staged a map writes per call (setup/staged.sql), in its order.
-_STAGED = ("source", "line", "blank", "format", "reason", "session_id", "start_time", "end_time", "disconnected_at",
-           "provider_name", "request_model", "response_model", "input_tokens", "cached_input_tokens",
-           "cache_creation_input_tokens", "output_tokens", "system_tokens", "system_tokens_source", "content")
 # The small partial tables a reduce (or time) task writes, one Parquet file each, that the driver unions.
 _SESSION_PARTS = ("_call_stats", "_seg_window_parts", "_price_parts", "_whatif_parts", "_label_parts")
 _TIME_PARTS = ("_timeline_parts", "_ttl_parts", "_ttl_evicted")
+_SESSION_TABLES = ("token_audit", "token_bloat")  # the per-session figures, written by the reduces
+# Every table (or view) moved between the phases: the only names the sql/distributed/ files' {table} takes.
+_MOVED = frozenset(("_rejects", "_staged_stats", "_seg", "_repeat_parts", "_calls_priced", *_SESSION_TABLES,
+                    *_SESSION_PARTS, *_TIME_PARTS))
 FAULTS_ENV = "KVREPORT_RAY_FAULTS"  # tests: a folder of marker files that make a task's worker die (see _fault)
 
 
@@ -145,16 +150,21 @@ def _connect(opts: engine.AuditOptions, tmpdir: str):
     return con
 
 
-def _copy(con, sql: str, path: Path) -> None:
-    """A query's rows to one Parquet file; HUGEINT sums (a share's are far inside BIGINT) as BIGINT, which
-    Parquet stores exactly."""
-    cols = con.execute(f"DESCRIBE {sql}").fetchall()
-    select = ", ".join(f'CAST("{c[0]}" AS BIGINT) AS "{c[0]}"' if c[1] == "HUGEINT" else f'"{c[0]}"' for c in cols)
-    con.execute(f"COPY (SELECT {select} FROM ({sql})) TO '{_quote(path)}' (FORMAT PARQUET)")
+def _table(name: str) -> dict[str, str]:
+    """The {table} placeholder of a sql/distributed/ file: only a table this module moves between phases."""
+    if name not in _MOVED:
+        raise ValueError(f"{name} is not a table the Ray audit moves between its phases")
+    return dict(table=name)
 
 
-def _quote(path: Path | str) -> str:
-    return str(path).replace("'", "''")
+def _copy(con, name: str, folder: Path, scratch: Path, columns: str | None = None) -> None:
+    """Table (or view) `name` to folder/NAME.parquet (inside `scratch`): `columns`, or all of them with HUGEINT
+    sums as BIGINT (distributed/copy_columns.sql)."""
+    columns = columns or value(con, "distributed/copy_columns", table=name)
+    if columns is None:
+        raise LookupError(f"the Ray audit's task has no table {name} to write")
+    run_sql(con, "distributed/write_table", dict(_table(name), columns=columns),
+            paths=dict(file=folder / f"{name}.parquet"), scratch=scratch)
 
 
 def _attempt_dir(final: Path) -> Path:
@@ -191,29 +201,17 @@ def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOpti
             stats = engine.read_logs(con, sources, tmpdir, opts)
             keys = dollars.key_spans(con)
             t_log_end = engine.log_end(con)
-            # Every valid call inside --since/--until (the prompt-bloat analysis reads no others either).
-            # map_rid keeps each file's rows in their order (the rid tie-breaks of prompt_bloat).
-            cols = ", ".join(_STAGED)
-            con.execute(f"""COPY (SELECT {cols}, {int(index)} AS map_idx, rowid AS map_rid,
-                                         CAST(hash(session_id) % {int(partitions)} AS INTEGER) AS part
-                                  FROM _staged WHERE reason IS NULL AND NOT blank)
-                            TO '{_quote(attempt / "calls")}' (FORMAT PARQUET, PARTITION_BY (part))""")
-            _copy(con, "SELECT source, line, reason FROM _staged WHERE reason IS NOT NULL", attempt / "rejects.parquet")
-            _copy(con, "SELECT * FROM _staged_stats", attempt / "staged_stats.parquet")
-            held = con.execute(f"""SELECT CAST(hash(session_id) % {int(partitions)} AS INTEGER), list(DISTINCT source)
-                                   FROM _staged WHERE reason IS NULL AND NOT blank
-                                   GROUP BY ALL""").fetchall()
+            run_sql(con, "distributed/partition")
+            run_sql(con, "distributed/calls_by_partition", paths=dict(calls=attempt / "calls"), scratch=final.parent,
+                    map_idx=int(index), partitions=int(partitions))
+            for name in ("_rejects", "_staged_stats"):
+                _copy(con, name, attempt, final.parent)
+            held = run_sql(con, "distributed/partition_sources", partitions=int(partitions)).fetchall()
         finally:
             con.close()
     _publish(attempt, final)
     return dict(index=index, stats=stats, keys=keys, t_log_end=t_log_end, duckdb=duckdb.__version__,
                 parts={p: sorted(srcs) for p, srcs in held}, seconds=time.perf_counter() - started)
-
-
-def _load_staged(con, files: list[str]) -> None:
-    cols = ", ".join(_STAGED)
-    con.execute(f"INSERT INTO _staged ({cols}) SELECT {cols} FROM read_parquet(?, hive_partitioning = false) "
-                "ORDER BY map_idx, map_rid", [files])
 
 
 def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOptions, fig: engine.Figures,
@@ -230,44 +228,39 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
     with tempfile.TemporaryDirectory(prefix="kvreport-reduce-") as tmpdir:
         con = _connect(opts, tmpdir)
         try:
-            _load_staged(con, files)
+            run_sql(con, "distributed/load_calls", files=files)
             engine.session_figures(con, opts, fig)
-            for name in ("token_audit", "token_bloat", "_seg", *_SESSION_PARTS):
-                _copy(con, f"SELECT * FROM {name}", attempt / f"{name}.parquet")
-            if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_repeat_parts'").fetchone()[0]:
-                _copy(con, "SELECT * FROM _repeat_parts", attempt / "_repeat_parts.parquet")
+            for name in (*_SESSION_TABLES, "_seg", *_SESSION_PARTS):
+                _copy(con, name, attempt, final.parent)
+            if value(con, "distributed/has_table", table="_repeat_parts"):
+                _copy(con, "_repeat_parts", attempt, final.parent)
+            # the stored columns of the calls and of their labels (the schema's), as persist reads them
             columns = ", ".join(dict.fromkeys(engine.own_columns(con, "token_call_rows")
                                               + engine.own_columns(con, "token_call_labels")))
-            con.execute(f"COPY (SELECT {columns} FROM _calls_priced) TO '{_quote(attempt / 'calls.parquet')}' "
-                        "(FORMAT PARQUET)")
-            calls = con.execute("SELECT sum(n_calls) FROM _call_stats").fetchone()[0] or 0
+            _copy(con, "_calls_priced", attempt, final.parent, columns)
+            calls = value(con, "distributed/calls_counted")
         finally:
             con.close()
     _publish(attempt, final)
     return dict(index=index, calls=int(calls), seconds=time.perf_counter() - started)
 
 
-def time_task(index: int, folder: str, opts: engine.AuditOptions, window: tuple) -> dict:
+def time_task(index: int, folder: str, opts: engine.AuditOptions, window: dict) -> dict:
     """One partition's sums for the leakage timeline and the TTL sweep, on the whole audit's time span."""
     _fault("time", index)
     started = time.perf_counter()
     final = Path(folder) / "time"
     attempt = _attempt_dir(final)
-    con = connect()
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-        if opts.threads:
-            con.execute(f"SET threads = {int(opts.threads)}")
-        if opts.memory_limit:
-            con.execute("SET memory_limit = ?", [opts.memory_limit])
-        con.execute("CREATE TEMP TABLE _seg AS SELECT * FROM read_parquet(?)", [str(Path(folder) / "_seg.parquet")])
-        con.execute("CREATE TEMP TABLE _seg_window AS SELECT CAST(? AS DOUBLE) AS t0, CAST(? AS DOUBLE) AS t1, "
-                    "CAST(? AS HUGEINT) AS n, CAST(? AS DOUBLE) AS active_session_s", list(window))
-        engine.time_parts(con, opts)
-        for name in _TIME_PARTS:
-            _copy(con, f"SELECT * FROM {name}", attempt / f"{name}.parquet")
-    finally:
-        con.close()
+    with tempfile.TemporaryDirectory(prefix="kvreport-time-") as tmpdir:
+        con = connect()
+        try:
+            engine.setup(con, tmpdir, opts, pipeline.SETTINGS)
+            run_sql(con, "distributed/time_inputs", seg=str(Path(folder) / "_seg.parquet"), **window)
+            engine.time_parts(con, opts)
+            for name in _TIME_PARTS:
+                _copy(con, name, attempt, final.parent)
+        finally:
+            con.close()
     _publish(attempt, final)
     return dict(index=index, seconds=time.perf_counter() - started)
 
@@ -404,10 +397,10 @@ class Cluster:
         self.run_info = RayRun(cpus, run.partitions, len(run.shares), ray_start_s=self._ray_start_s)
         maps = self._map(run, opts)
         counts = {k: sum(r["stats"][k] for r in maps.values()) for k in ("n_calls", "n_rejects", "content_calls")}
-        con.execute("CREATE OR REPLACE TEMP TABLE _staged_stats AS SELECT * FROM read_parquet(?)",
-                    [[str(self._scratch / f"map-{i}" / "staged_stats.parquet") for i in sorted(maps)]])
-        con.execute("CREATE OR REPLACE TEMP VIEW _rejects AS SELECT source, line, reason FROM "
-                    + _parquet([self._scratch / f"map-{i}" / "rejects.parquet" for i in sorted(maps)]))
+        map_folders = [self._scratch / f"map-{i}" for i in sorted(maps)]
+        self._load(con, "_staged_stats", map_folders)
+        run_sql(con, "distributed/rejects_view", paths=dict(files=_parquet(map_folders, "_rejects")),
+                scratch=self._scratch)
         rejects = engine.first_rejects(con)
         engine.check_records(paths, counts["n_calls"], counts["n_rejects"], rejects, strict)
         keys = dollars.merge_keys([r["keys"] for r in maps.values()])
@@ -417,30 +410,34 @@ class Cluster:
                              n_price_keys=len(keys), t_log_end=max(ends) if ends else None)
         folders = self._reduce(run, maps, opts, replace(fig, tokenizer=None), tokenizer_path)
         for name in _SESSION_PARTS:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {_parquet(folders, name)}")
-        engine.run_sql(con, "metrics/seg_window")
-        self._time(run, folders, opts, con.execute("SELECT t0, t1, n, active_session_s FROM _seg_window").fetchone())
+            self._load(con, name, folders)
+        run_sql(con, "metrics/seg_window")
+        self._time(run, folders, opts, one(con, "distributed/time_window"))
 
         phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
         engine.begin_results(con)
         for name in _TIME_PARTS:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM "
-                        f"{_parquet([f / 'time' for f in folders], name)}")
-        for name in ("token_audit", "token_bloat"):
-            con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM {_parquet(folders, name)}")
+            self._load(con, name, [f / "time" for f in folders])
+        for name in _SESSION_TABLES:
+            run_sql(con, "distributed/insert_table", _table(name), files=_parquet(folders, name))
         with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
         if with_repeats:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _repeat_parts AS SELECT * FROM "
-                        f"{_parquet(with_repeats, '_repeat_parts')}")
+            self._load(con, "_repeat_parts", with_repeats)
         pipeline.run(con, pipeline.PRICE_ROWS, dict(price_rows=fig.price_rows, n_price_keys=fig.n_price_keys),
                      engine.HOOKS)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW _calls_priced AS SELECT * FROM {_parquet(folders, 'calls')}")
-        engine.run_sql(con, "store/calls_labelled", engine.store_columns(con))
+        run_sql(con, "distributed/calls_priced_view", paths=dict(files=_parquet(folders, "_calls_priced")),
+                scratch=self._scratch)
+        run_sql(con, "store/calls_labelled", engine.store_columns(con))
         summary = engine.audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                        started=started)
         self.run_info.phase_seconds["combine"] = time.perf_counter() - phase_started
         return engine.AuditResult(audit_id, summary, sources, rejects, label_lookup=engine.label_lookup(con),
                                   unnamed_calls=engine.unnamed_calls(con))
+
+    @staticmethod
+    def _load(con, name: str, folders: list[Path]) -> None:
+        """Scratch table `name`, the union of every task's NAME.parquet in `folders`."""
+        run_sql(con, "distributed/load_table", _table(name), files=_parquet(folders, name))
 
     def _map(self, run: _Run, opts: engine.AuditOptions) -> dict[int, dict]:
         started = time.perf_counter()
@@ -479,11 +476,11 @@ class Cluster:
                                      for p, r in sorted(run.reduces.items())]
         return [self._scratch / f"reduce-{p}" for p in sorted(run.reduces)]
 
-    def _time(self, run: _Run, folders: list[Path], opts: engine.AuditOptions, window: tuple) -> None:
+    def _time(self, run: _Run, folders: list[Path], opts: engine.AuditOptions, window: dict) -> None:
         """Each partition's sums for the timeline and the TTL sweep, on the audit's time span."""
         started = time.perf_counter()
         task = self._remote(time_task, opts)
-        refs = {p: task.remote(p, str(f), run.opts, tuple(window)) for p, f in zip(sorted(run.reduces), folders)}
+        refs = {p: task.remote(p, str(f), run.opts, window) for p, f in zip(sorted(run.reduces), folders)}
         times = self._gather("partitions sampled over time", refs, run.partition)
         self.run_info.phase_seconds["time"] = time.perf_counter() - started
         self.run_info.task_times += [TaskTime("time", p, r["seconds"], run.reduces[p]["calls"], len(run.held[p]))
@@ -506,11 +503,9 @@ class _Run:
         return f"partition {p} (calls from {_files(self.held[p])})"
 
 
-def _parquet(folders: list[Path], name: str | None = None) -> str:
-    """read_parquet of these files (or of NAME.parquet in each folder), as SQL text: views cannot take
-    parameters, and the paths are the scratch folder's own."""
-    paths = [str(f if name is None else f / f"{name}.parquet") for f in folders]
-    return "read_parquet([" + ", ".join("'" + _quote(p) + "'" for p in paths) + "])"
+def _parquet(folders: list[Path], name: str) -> list[str]:
+    """NAME.parquet in each of these folders (what _copy wrote there)."""
+    return [str(f / f"{name}.parquet") for f in folders]
 
 
 def _failure(exc: BaseException, what: str) -> BaseException:

@@ -83,11 +83,10 @@ class AuditResult:
     readers: dict[str, str] = field(default_factory=dict)  # each file's reader (ingest.ingest's answer)
 
 
-def setup(con, tmpdir: str, opts: AuditOptions) -> None:
-    """Ready `con` for an audit: settings, the macros, an empty _staged (pipeline.SETUP)."""
-    pipeline.run(con, pipeline.SETUP, dict(tmpdir=tmpdir, memory_limit=opts.memory_limit,
-                                           threads=int(opts.threads) if opts.threads else None,
-                                           has_try=_has_try(con)))
+def setup(con, tmpdir: str, opts: AuditOptions, steps: tuple[str, ...] = pipeline.SETUP) -> None:
+    """Ready `con` for an audit: settings, the macros, an empty _staged (pipeline.SETUP; or only `steps`)."""
+    pipeline.run(con, steps, dict(tmpdir=tmpdir, memory_limit=opts.memory_limit,
+                                  threads=int(opts.threads) if opts.threads else None, has_try=_has_try(con)))
 
 
 def _has_try(con) -> bool:

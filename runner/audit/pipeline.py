@@ -33,8 +33,9 @@ from .sqlfiles import run_sql
 # (sql/setup/drop_scratch.sql) drops all of it in one place: nothing is listed by hand.
 SCRATCH = "temp.main"
 
-SETUP = ("setup/settings", "setup/memory_limit if memory_limit", "setup/threads if threads",
-         "setup/macros", "setup/parse_try if has_try", "setup/parse_valid if not has_try", "setup/staged",
+# The connection's settings alone (a Ray time task needs no more: runner/audit/distributed.py).
+SETTINGS = ("setup/settings", "setup/memory_limit if memory_limit", "setup/threads if threads")
+SETUP = (*SETTINGS, "setup/macros", "setup/parse_try if has_try", "setup/parse_valid if not has_try", "setup/staged",
          "setup/calls_and_rejects")
 
 # Each reader, by what ingest.reader() says the file is. Every one ends with ingest/forget_lines.

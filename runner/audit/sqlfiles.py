@@ -6,20 +6,29 @@ DuckDB's parser lists them, and the statement gets exactly those, taken from the
 (a missing one is an error naming the file; extra ones are simply not passed, DuckDB refuses them). Values
 always travel as bound parameters, never pasted into the text, because they come from log files.
 
-A file may include another's text (`{include:STAGE/NAME}`, see _text). The one exception to bound values is
-column lists, which are identifiers: a statement may hold `{name}` placeholders that `run_sql(...,
-columns=...)` fills with column names read from the DB's own schema (never from a log).
+A file may include another's text (`{include:STAGE/NAME}`, see _text). There are two exceptions to bound values:
+- column lists (and the names of the audit's own tables), which are identifiers: a statement may hold `{name}`
+  placeholders that `run_sql(..., columns=...)` fills with column names read from the DB's own schema (never
+  from a log);
+- file paths where DuckDB takes no parameter: a COPY's target (a bound one only from DuckDB 1.4, and 1.5
+  fails to find its files: duckdb/duckdb#21578) and the files a view reads (a view keeps no parameters).
+  `{path:NAME}` is filled by `run_sql(..., paths={NAME: path or list of paths}, scratch=FOLDER)`: each path
+  must lie inside FOLDER, the scratch folder the caller made (so only files kvreport itself names there), and
+  is written as one SQL string literal (a list as a list literal), its single quotes doubled, so no character
+  of a path can end the literal (tests/test_sqlfiles.py).
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 import duckdb
 
 
 _INCLUDE = re.compile(r"\{include:([\w/]+)\}")
+_PATH = re.compile(r"\{path:(\w+)\}")
 
 
 def _text(name: str) -> str:
@@ -34,19 +43,62 @@ def _text(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def statements(name: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(statement text, its named parameters) for each statement of sql/<name>.sql, with its `{placeholder}`
-    column lists filled from `columns` ((placeholder, column list) pairs)."""
+def _filled(name: str, columns: tuple[tuple[str, str], ...]) -> str:
     text = _text(name)
     for key, value in columns:
         text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _split(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple((st.query, tuple(sorted(st.named_parameters))) for st in duckdb.extract_statements(text))
 
 
-def run_sql(con, name: str, columns: dict[str, str] | None = None, **params):
-    """Execute every statement of sql/<name>.sql; returns the cursor of the last one."""
+@lru_cache(maxsize=None)
+def statements(name: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(statement text, its named parameters) for each statement of sql/<name>.sql, with its `{placeholder}`
+    column lists filled from `columns` ((placeholder, column list) pairs)."""
+    text = _filled(name, columns)
+    if _PATH.search(text):
+        raise KeyError(f"sql/{name}.sql needs paths= for its {{path:...}} placeholders")
+    return _split(text)
+
+
+def _literal(path, scratch: Path, name: str) -> str:
+    """One path as an SQL string literal, refused unless it lies inside `scratch`. Resolved first, so neither
+    `..` nor a symbolic link leads out, and the literal names the very file that was checked."""
+    resolved = Path(path).resolve()
+    if resolved == scratch or scratch not in resolved.parents:
+        raise ValueError(f"sql/{name}.sql: {path} is not inside the scratch folder {scratch}")
+    return "'" + str(resolved).replace("'", "''") + "'"
+
+
+def _with_paths(name: str, columns: tuple[tuple[str, str], ...], paths: dict, scratch) -> str:
+    """sql/<name>.sql's text with its `{path:NAME}` placeholders filled from `paths` (see the module's docstring).
+    Not cached: the paths differ on every call."""
+    if scratch is None:
+        raise ValueError(f"sql/{name}.sql: paths need the scratch folder they must lie in")
+    root = Path(scratch).resolve()
+
+    def fill(m: re.Match) -> str:
+        if m.group(1) not in paths:
+            raise KeyError(f"sql/{name}.sql needs the path {m.group(1)}")
+        value = paths[m.group(1)]
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(_literal(v, root, name) for v in value) + "]"
+        return _literal(value, root, name)
+
+    return _PATH.sub(fill, _filled(name, columns))
+
+
+def run_sql(con, name: str, columns: dict[str, str] | None = None, *, paths: dict | None = None,
+            scratch: str | Path | None = None, **params):
+    """Execute every statement of sql/<name>.sql; returns the cursor of the last one. `paths` and `scratch`:
+    the `{path:NAME}` placeholders' files and the folder they must lie in (see the module's docstring)."""
     cur = None
-    for stmt, names in statements(name, tuple(sorted((columns or {}).items()))):
+    cols = tuple(sorted((columns or {}).items()))
+    stmts = statements(name, cols) if paths is None else _split(_with_paths(name, cols, paths, scratch))
+    for stmt, names in stmts:
         missing = [k for k in names if k not in params]
         if missing:
             raise KeyError(f"sql/{name}.sql needs the parameter(s) {', '.join(missing)}")
