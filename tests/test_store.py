@@ -2,7 +2,8 @@
 import duckdb
 import pytest
 
-from kvreport.runner.core.store import SCHEMA_VERSION, Store, StoreError
+from kvreport.runner.core.store import (SCHEMA_VERSION, Store, StoreError, apply_steps, connect, create_schema,
+                                        fresh_schema, schema_ddl)
 
 
 def _meta():
@@ -135,3 +136,42 @@ def test_a_key_only_later_rows_carry_is_stored_not_dropped(tmp_path):
             {"seq_len": 16, "batch_size": 1, "kv_bytes": 160}]})
         rows = s.query("SELECT seq_len, kv_bytes FROM kv_memory_v2 ORDER BY seq_len")
         assert [(r["seq_len"], r["kv_bytes"]) for r in rows] == [(8, None), (16, 160)]
+
+
+def _schema_of(con) -> dict:
+    """Everything a schema is: each table's and view's DDL, its constraints, and the rows of every table."""
+    tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal "
+                                        "AND database_name = current_database() ORDER BY 1").fetchall()]
+    return {"ddl": schema_ddl(con),
+            "constraints": con.execute("SELECT table_name, constraint_type, constraint_column_names::VARCHAR "
+                                       "FROM duckdb_constraints() WHERE database_name = current_database() "
+                                       "ORDER BY ALL").fetchall(),
+            "rows": {t: con.execute(f'SELECT * FROM "{t}" ORDER BY ALL').fetchall() for t in tables}}
+
+
+def test_fresh_schema_is_what_the_steps_build():
+    """runner/core/schema/fresh.sql (a new DB's schema in one pass) equals every step applied in order: run
+    scripts/schema_snapshot.py after changing a step."""
+    stepwise, fresh = connect(), connect()
+    assert apply_steps(stepwise, 0) == SCHEMA_VERSION
+    assert create_schema(fresh) == SCHEMA_VERSION
+    assert _schema_of(fresh) == _schema_of(stepwise), "run scripts/schema_snapshot.py"
+
+
+def test_a_new_file_is_created_from_the_fresh_schema_and_a_stale_one_is_not_used(tmp_path):
+    """Store creates a new file from fresh.sql; a fresh.sql behind the latest step (a step added without a new
+    snapshot) is ignored and the steps are applied instead, so a new file is never at the wrong schema."""
+    created = Store(tmp_path / "a.duckdb")
+    assert _schema_of(created.con)["ddl"] == _schema_of_steps()["ddl"]
+    created.close()
+    stale = fresh_schema().replace(f"schema version {SCHEMA_VERSION}:", f"schema version {SCHEMA_VERSION - 1}:", 1)
+    stale = stale.replace("CREATE TABLE runs(", "CREATE TABLE runs(stale_marker INTEGER, ", 1)
+    con = connect()
+    assert create_schema(con, fresh=stale) == SCHEMA_VERSION
+    assert _schema_of(con)["ddl"] == _schema_of_steps()["ddl"]
+
+
+def _schema_of_steps() -> dict:
+    con = connect()
+    apply_steps(con, 0)
+    return _schema_of(con)

@@ -47,7 +47,7 @@ from typing import Callable
 import duckdb
 
 from ..core.errors import UserError
-from ..core.store import apply_steps, connect
+from ..core.store import connect, create_schema
 from . import dollars, engine, pipeline
 from .ingest import Source
 from .sqlfiles import one, run_sql, value
@@ -145,7 +145,7 @@ def _fault(phase: str, index: int) -> None:
 
 def _connect(opts: engine.AuditOptions, tmpdir: str):
     con = connect()
-    apply_steps(con, 0)  # the audit tables, which the per-session figures are written into
+    create_schema(con)  # the audit tables, which the per-session figures are written into
     engine.setup(con, tmpdir, opts)
     return con
 

@@ -1,8 +1,9 @@
 """The DuckDB file that is the single source of truth between `kvreport run` and `kvreport build`.
 
 The store owns the schema, as data: runner/core/schema/NNN_name.sql, one file per version. 001 is the first
-released schema; each later file takes version N-1 to N (ALTER TABLE, CREATE TABLE, back-fills). A new DB
-applies every file in order, so a fresh file and a migrated one have the same tables by construction.
+released schema; each later file takes version N-1 to N (ALTER TABLE, CREATE TABLE, back-fills). A new DB is
+created from schema/fresh.sql, what those steps build written out as one script (scripts/schema_snapshot.py;
+tests/test_store.py checks it against the steps), so a fresh file and a migrated one have the same tables.
 Nothing here imports an experiment (or torch): `build`, `audit`, `export` and `findings` stay light.
 
 - `kvreport_meta` holds the schema version. A file from a newer kvreport is refused. An older one is
@@ -197,6 +198,39 @@ def schema_steps() -> list[SchemaStep]:
 
 
 SCHEMA_VERSION = schema_steps()[-1].version
+FRESH_SCHEMA = "fresh.sql"  # runner/core/schema/fresh.sql: the steps' result in one pass (create_schema)
+_FRESH_VERSION = re.compile(r"^-- kvreport schema version (\d+):")
+
+
+def schema_ddl(con) -> list[str]:
+    """The statements that recreate `con`'s own schema: its tables, then its views, each in name order."""
+    tables = con.execute("SELECT sql FROM duckdb_tables() WHERE database_name = current_database() "
+                         "AND schema_name = 'main' AND NOT internal ORDER BY table_name").fetchall()
+    views = con.execute("SELECT sql FROM duckdb_views() WHERE database_name = current_database() "
+                        "AND schema_name = 'main' AND NOT internal ORDER BY view_name").fetchall()
+    return [sql.rstrip().rstrip(";") for (sql,) in tables + views]
+
+
+def fresh_schema() -> str:
+    """The text of runner/core/schema/fresh.sql."""
+    return (resources.files("kvreport.runner.core") / "schema" / FRESH_SCHEMA).read_text(encoding="utf-8")
+
+
+def create_schema(con, steps: list[SchemaStep] | None = None, fresh: str | None = None) -> int:
+    """The current schema on an empty connection (inside the caller's transaction); returns its version.
+    kvreport's own comes from `fresh` (schema/fresh.sql unless given) in one pass: replaying every step costs
+    twice as long (135 statements, ALTERs and back-fills of empty tables). Given `steps` (a test's older or
+    broken list), or if `fresh` is not at the latest step's version (a step added without running
+    scripts/schema_snapshot.py), the steps are applied one by one."""
+    if steps is None:
+        text = fresh_schema() if fresh is None else fresh
+        m = _FRESH_VERSION.match(text)
+        if m and int(m.group(1)) == SCHEMA_VERSION:
+            for stmt in _statements(text):
+                con.execute(stmt)
+            con.execute("INSERT OR REPLACE INTO kvreport_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            return SCHEMA_VERSION
+    return apply_steps(con, 0, steps)
 
 
 def _statements(sql: str) -> list[str]:
@@ -303,6 +337,7 @@ class Store:
         older or a broken list)."""
         self.path = Path(path)
         self.steps = schema_steps() if steps is None else steps
+        self.own_steps = steps is None  # kvreport's own: a new file is created from schema/fresh.sql
         self.target_version = self.steps[-1].version
         self.read_only = read_only
         self.allow_older = allow_older  # read-only check of an older file (for current_schema_copy)
@@ -342,7 +377,7 @@ class Store:
                 con = connect(tmp)
                 try:
                     with transaction(con):
-                        apply_steps(con, 0, self.steps)
+                        create_schema(con, None if self.own_steps else self.steps)
                     con.execute("CHECKPOINT")
                 finally:
                     con.close()

@@ -17,7 +17,7 @@ from ...audit.engine import TABLES as AUDIT_TABLES
 from ...audit.engine import AuditOptions, fetch, run_audit
 from ...audit.kv_pricing import Memory, Pricing
 from ...audit.tokenizer import load_tokenizer
-from ...core.store import apply_steps, connect
+from ...core.store import connect, create_schema
 from ..devices import dtype_name
 from ..kv_cache import cache_bytes, forward_with_cache
 from ..probes import cuda_free_bytes, host_available
@@ -82,7 +82,7 @@ def run(ctx: RunContext) -> Result:
         paths, tok_path = write_demo(folder)
         con = connect()  # in memory: the run's store writes the rows, with the experiment's status
         try:
-            apply_steps(con, 0)  # the audit works against the DB's own table definitions
+            create_schema(con)  # the audit works against the DB's own table definitions
             res = run_audit(con, paths, AuditOptions(), audit_id=f"run-{ctx.run_id}-demo",
                             run_id=ctx.run_id, model=ctx.loaded.name, pricing=pricing, memory=memory,
                             tokenizer=load_tokenizer(tok_path))
