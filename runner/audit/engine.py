@@ -99,7 +99,7 @@ def _has_try(con) -> bool:
 
 def begin_results(con) -> None:
     """Open the one transaction the audit's figures are written in (`persist` commits it)."""
-    con.execute("BEGIN TRANSACTION")
+    run_sql(con, "store/begin")
 
 
 def cleanup(con) -> None:
@@ -322,7 +322,7 @@ def persist(con, result: AuditResult) -> None:
     """Store the calls and rejects, and commit the transaction the audit's figures were written in."""
     try:
         _store(con, result)
-        con.execute("COMMIT")
+        run_sql(con, "store/commit")
     except BaseException:
         rollback_quietly(con)  # a failed COMMIT (disk full) ended the transaction: its error is the one to show
         raise

@@ -687,7 +687,7 @@ def line_limit(con) -> int:
     350MB limit and one of 12 MB does not; 40 MB in 1GB, not 60 MB. 1/48 leaves room for the rest of the
     audit."""
     try:
-        text = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        text = value(con, "setup/memory_limit_now")
         m = _SETTING_SIZE.match(str(text))
         unit = (m.group(2) or "B").upper()
         scale = {"B": 1, "BYTE": 1, "BYTES": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
