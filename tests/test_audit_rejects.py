@@ -6,6 +6,7 @@ A meta-test reads the SQL and fails when a reject literal has no fixture here.""
 from __future__ import annotations
 
 import json
+import random
 import re
 from importlib import resources
 from pathlib import Path
@@ -522,6 +523,47 @@ def test_plain_utc_times_read_as_the_full_time_parser_reads_them():
     assert [(s, fast) for s, fast, full in got if fast != full] == []
     read = {s for s, fast, _ in got if fast is not None}
     assert set(PLAIN_UTC[:5]) <= read and not read & set(PLAIN_UTC[5:12])  # times in the window only
+
+
+def _damaged_times(n_per_base: int, seed: int) -> list[str]:
+    """Logged times with one to three characters changed, inserted or deleted (digits, separators, spaces,
+    letters, a NUL): texts near the shape kv_sts reads with strptime, on both sides of it."""
+    rng = random.Random(seed)
+    alphabet = "0123456789-T:Z .+tz/\t\x00aé"
+    out = set()
+    for base in ("2025-06-02T10:00:00Z", "1999-12-31T23:59:59Z", "2099-12-31T23:59:59Z", "2100-01-01T00:00:00Z",
+                 "2000-01-01T00:00:00Z", "2024-02-29T12:34:56Z", "2023-02-29T12:34:56Z"):
+        out.add(base)
+        for _ in range(n_per_base):
+            s = list(base)
+            for _ in range(rng.randint(1, 3)):
+                op, i = rng.random(), rng.randrange(len(s))
+                if op < 0.4:
+                    s[i] = rng.choice(alphabet)
+                elif op < 0.7:
+                    s.insert(i, rng.choice(alphabet))
+                else:
+                    del s[i]
+            out.add("".join(s))
+    return sorted(out)
+
+
+def test_the_strptime_fast_path_reads_every_time_as_the_general_path_does():
+    """kv_sts reads '...T10:00:00Z' with try_strptime and the rest with kv_sts_any: for every text (damaged
+    times around that shape) the two must agree, and strptime must have read some of them in and out of the window."""
+    from kvreport.runner.audit.sqlfiles import run_sql
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    run_sql(con, "setup/macros")
+    texts = _damaged_times(7_000, seed=26)
+    differ = con.execute("SELECT s, kv_sts(s), kv_sts_any(s) FROM unnest(?::VARCHAR[]) t(s) "
+                         "WHERE kv_sts(s) IS DISTINCT FROM kv_sts_any(s)", [texts]).fetchall()
+    assert differ == []
+    read, in_window = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE kv_in_window(try_strptime(s, '%Y-%m-%dT%H:%M:%SZ')) IS NOT NULL) "
+        "FROM unnest(?::VARCHAR[]) t(s) WHERE try_strptime(s, '%Y-%m-%dT%H:%M:%SZ') IS NOT NULL", [texts]).fetchone()
+    assert 0 < in_window < read
 
 
 def test_plain_utc_times_out_of_the_window_or_the_calendar_are_rejects(tmp_path):

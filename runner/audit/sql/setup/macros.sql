@@ -143,7 +143,7 @@ CREATE OR REPLACE TEMP MACRO kv_lines() AS TABLE SELECT rowid + 1 AS line, raw F
 CREATE OR REPLACE TEMP MACRO kv_plain_utc(s) AS
   regexp_full_match(s, '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z');
 
-CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
+CREATE OR REPLACE TEMP MACRO kv_sts_any(s) AS
   CASE
     WHEN s IS NULL THEN NULL
     WHEN kv_plain_utc(s) THEN coalesce(kv_in_window(TRY_CAST(s AS TIMESTAMP)), kv_ts_text(s))
@@ -151,6 +151,13 @@ CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
     WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN kv_ts_number(TRY_CAST(s AS DOUBLE))
     ELSE kv_ts_text(s)
   END;
+
+-- The commonest logged time of all, '2025-06-02T10:00:00Z', read by try_strptime in exactly that format (a
+-- third of the cost of the match and cast above, a sixth of a fast audit's value conversions); anything it does
+-- not read, or reads outside kv_in_window, takes kv_sts_any. Both give the same value for every text strptime
+-- reads (tests/test_audit_rejects.py compares them on some 50,000 damaged times).
+CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
+  coalesce(kv_in_window(try_strptime(s, '%Y-%m-%dT%H:%M:%SZ')), kv_sts_any(s));
 
 CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS
   CASE WHEN s IS NOT NULL AND kv_sts(s) IS NULL THEN name || ' is not a time (got ' || left(s, 40) || ')' END;
