@@ -27,7 +27,7 @@ claims AS (
          format('{:,} B per 512-token request at {} -> 49 requests = {:,} B at 2 B/element', bytes_per_request, dtype, 49 * bpr_16bit),
          CASE WHEN 49 * bpr_16bit = 882 * 2 ^ 20 THEN $confirmed ELSE $refuted END,
          CASE WHEN 49 * bpr_16bit = 882 * 2 ^ 20
-              THEN format('the cache tensors of each admitted request hold exactly 18 MiB at 2 B/element{}', CASE WHEN dtype_bytes <> 2 THEN format(' ({} B/element here: {:.0f} MiB)', dtype_bytes, 49 * bytes_per_request / 2 ^ 20) ELSE '' END)
+              THEN format('the cache tensors of each admitted request hold exactly 18 MiB at 2 B/element{}', CASE WHEN dtype_bytes <> 2 THEN format(' (at this run''s {} B/element: {} each, {} for 49)', dtype_bytes, bytes3(bytes_per_request), bytes3(49 * bytes_per_request)) ELSE '' END)
               ELSE format('measured {:,} B per request, not 18 MiB', bpr_16bit) END
   FROM g512
   UNION ALL
