@@ -762,3 +762,32 @@ def test_memory_headline_is_the_growth_per_token_with_constant_state_apart():
     rows = {r["run_id"]: (r["finding"], r["value"]) for r in Queries(con)("headline_memory")}
     assert rows[1][1] == 100 and "grows by 100 bytes per token, on top of 5,000 bytes of constant state" in rows[1][0]
     assert rows[2][1] == 100 and "holds 100 bytes per token" in rows[2][0]
+
+
+def _xover_row(run_id, model, tokens, bpt, heads=(None, None)):
+    return {"run_id": run_id, "model": model, "source": "formula", "crossover_tokens": tokens,
+            "kv_bytes_per_token": bpt, "weight_bytes": 10 ** 10, "n_heads": heads[0], "n_kv_heads": heads[1]}
+
+
+def test_gqa_note_takes_head_counts_from_a_run_that_recorded_them():
+    """The crossover page's GQA sentence ("llama-3.1-8b keeps 8 of 32"): the newest run's formula rows give the
+    ratios, the newest row that recorded head counts gives the heads, and with none the note has no heads (it
+    printed "None of None" when the newest run's rows lacked them)."""
+    from kvreport.analysis.pages.crossover import gqa_note
+
+    old = [_xover_row(1, "llama-2-7b", 25_705.0, 524_288.0, (32, 32)),
+           _xover_row(1, "llama-3.1-8b", 122_532.0, 131_072.0, (32, 8))]
+    new = [_xover_row(2, "llama-2-7b", 25_000.0, 524_288.0), _xover_row(2, "llama-3.1-8b", 120_000.0, 131_072.0)]
+    note = gqa_note(old + new)
+    assert note["gqa"]["run_id"] == 2 and note["tokens_ratio"] == 120_000.0 / 25_000.0
+    assert (note["heads"]["n_kv_heads"], note["heads"]["n_heads"]) == (8, 32)
+    assert gqa_note(new)["heads"] is None
+
+
+def test_no_published_page_shows_a_python_none():
+    """A value missing from the DB reaches a page as "–" or as other words, never as Python's "None"."""
+    from htmldoc import page_text
+
+    leaks = {page.name: re.findall(r".{30}\bNone\b.{30}", page_text(page.read_text(encoding="utf-8")))
+             for page in sorted((Path(__file__).resolve().parent.parent / "site").glob("*.html"))}
+    assert {name: found for name, found in leaks.items() if found} == {}

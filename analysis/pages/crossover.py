@@ -75,13 +75,18 @@ def crossover_chart(rows: list[dict]):
 
 
 def gqa_note(batch1: list[dict]) -> dict | None:
-    """The MHA-vs-GQA comparison the page spells out, from the formula rows (None when they are absent)."""
+    """The MHA-vs-GQA comparison the page spells out, from the newest run's formula rows (`batch1` is in run
+    order; None when they are absent). The head counts come from the newest formula row of the GQA model that
+    recorded them (some runs' rows did not: the page printed "None of None"); with none, `heads` is None and the
+    page says it without numbers."""
     f = {r["model"]: r for r in batch1 if r["source"] == "formula"}
     mha, gqa, swa = f.get("llama-2-7b"), f.get("llama-3.1-8b"), f.get("mistral-7b")
     if not (mha and gqa and mha["crossover_tokens"] and gqa["crossover_tokens"]):
         return None
+    heads = [r for r in batch1 if r["source"] == "formula" and r["model"] == gqa["model"]
+             and r.get("n_heads") and r.get("n_kv_heads")]
     return {
-        "mha": mha, "gqa": gqa, "swa": swa,
+        "mha": mha, "gqa": gqa, "swa": swa, "heads": heads[-1] if heads else None,
         "bpt_ratio": mha["kv_bytes_per_token"] / gqa["kv_bytes_per_token"],
         "tokens_ratio": gqa["crossover_tokens"] / mha["crossover_tokens"],
         "weights_ratio": gqa["weight_bytes"] / mha["weight_bytes"],
@@ -145,7 +150,7 @@ def context(q, site) -> CrossoverPage:
             ("kv_bytes_per_token", "KV B/token", "int"), ("weight_bytes", "weights", "bytes")],
             caption="Crossover per architecture and batch size", csv=csv("kv_crossover_v3"), fold=False),
         rows=shown, batch1=table_b1, batch_chart=batch_chart, newest=newest,
-        gqa=gqa_note(table_b1),
+        gqa=gqa_note(batch1),
         agreement=agreement,
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
