@@ -61,7 +61,7 @@ class PrefixCache:
         self.free_blocks = 0  # engine blocks of unreferenced units
         self.seq = 0
         self.hit_tokens = self.input_tokens = self.requests = 0
-        self.evictions = self.unadmitted = self.expired = 0
+        self.evictions = self.unadmitted = self.expired = 0  # evictions and expiries in engine blocks
         self.peak_blocks = 0
         self.sum_blocks = 0.0  # blocks in use after each arrival, summed (mean = sum / requests)
         self.hit_requests = 0
@@ -95,7 +95,7 @@ class PrefixCache:
                     break
                 free.popitem(last=False)
                 self.free_blocks -= self._size
-                self.expired += 1
+                self.expired += self._size
 
     def request(self, t: float, units: tuple[int, ...], unit_tokens: int, size: int, input_tokens: int,
                 out_blocks: int, end: float) -> int:
@@ -142,7 +142,7 @@ class PrefixCache:
             while over > 0 and free:
                 free.popitem(last=False)
                 self.free_blocks -= size
-                self.evictions += 1
+                self.evictions += size
                 over -= size
         n = len(units)
         tokens = 0 if hits == 0 else input_tokens if hits == n else hits * unit_tokens

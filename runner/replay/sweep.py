@@ -236,6 +236,7 @@ def replay(setup: Setup) -> dict:
 
     curve = sorted([_point(setup, p, None) for p in fixed] + [_point(setup, p, g) for g, p in plain.items()],
                    key=lambda r: (r["capacity_tokens"], r["gpus"] is None))
+    curve_host = [_point(setup, p, g, p.total_blocks - p.gpu_blocks) for g, p in sorted(tiered.items())]
     found = answer("gpu")
     found_host = answer("host") if tiered else None
     rejects = reader.rejects
@@ -254,6 +255,7 @@ def replay(setup: Setup) -> dict:
         "target": setup.target,
         "target_hit_rate": goal,
         "curve": curve,
+        "curve_with_host": curve_host,
         "ttl": [{"ttl_s": s, "hit_rate": p.hit_rate, "prefill_tokens_saved": p.hit_tokens,
                  "peak_blocks": p.peak_blocks, "mean_blocks": p.mean_blocks, "expired": p.expired}
                 for s, p in zip(TTLS_S, ttl_pools)],
