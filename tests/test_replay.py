@@ -231,3 +231,18 @@ def test_json_has_the_ceiling_and_a_token_weighted_curve_and_stores(tmp_path, ca
     assert con.execute("SELECT ceiling_hit_rate, gpus_for_target FROM replays").fetchall() == \
         [(pytest.approx(r["ceiling_hit_rate"]), r["gpus_for_target"])]
     assert con.execute("SELECT count(*) FROM replay_curve WHERE policy = 'lru'").fetchone()[0] == len(r["curve"])
+
+
+def test_merge_carries_replays_once_and_renumbers_a_taken_id(tmp_path, capsys):
+    import duckdb
+    import shutil
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    for db in (a, b):
+        shutil.copyfile(ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb", db)
+        assert run_cli("replay", SLICE, "--model", "llama-3.1-8b", "--capacity-tokens", "262144", "--db", db) == 0
+    out = tmp_path / "m.duckdb"
+    assert run_cli("merge", a, a, b, "--into", out) == 0  # a twice: its replay once; b's replay-1 is another
+    con = duckdb.connect(str(out), read_only=True)
+    assert sorted(r for (r,) in con.execute("SELECT replay_id FROM replays").fetchall()) == ["replay-1", "replay-2"]
+    per = dict(con.execute("SELECT replay_id, count(*) FROM replay_curve GROUP BY ALL").fetchall())
+    assert per["replay-1"] == per["replay-2"] > 0
