@@ -246,3 +246,10 @@ def test_merge_carries_replays_once_and_renumbers_a_taken_id(tmp_path, capsys):
     assert sorted(r for (r,) in con.execute("SELECT replay_id FROM replays").fetchall()) == ["replay-1", "replay-2"]
     per = dict(con.execute("SELECT replay_id, count(*) FROM replay_curve GROUP BY ALL").fetchall())
     assert per["replay-1"] == per["replay-2"] > 0
+
+
+def test_the_call_weighted_ceiling_is_context_beside_the_token_weighted_one(tmp_path):
+    # Hand trace, unlimited: per-request hit shares 0, 32/48, 0, 40/40; their mean is (2/3 + 1) / 4.
+    r = replay(_hand_setup(tmp_path))
+    assert r["ceiling_call_weighted"] == pytest.approx((2 / 3 + 1) / 4)
+    assert r["ceiling_hit_rate"] == pytest.approx(72 / 152)

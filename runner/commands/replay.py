@@ -77,7 +77,8 @@ def _print(result: dict, gpu: str, model: str) -> None:
     echo(f"{result['requests']:,} requests ({result['rejects']:,} rejected) from {len(s['sources'])} file(s), "
          f"{result['input_tokens']:,} prompt tokens; ceiling (unlimited capacity): "
          f"{_pct(result['ceiling_hit_rate'])} token-weighted, {result['ceiling_prefill_tokens_saved']:,} prefill "
-         f"tokens saved, {result['ceiling_tokens']:,} tokens of distinct blocks")
+         f"tokens saved, {result['ceiling_tokens']:,} tokens of distinct blocks (call-weighted, the mean of each "
+         f"request's own share, for papers that average per request: {_pct(result['ceiling_call_weighted'])})")
     echo(f"  pool: {s['pool_blocks_per_group']:,} blocks of {s['engine_block_tokens']} tokens per TP group "
          f"({s['block_bytes_per_rank']:,} B per block per rank; {s['pool_basis']}); {s['block_mapping']}")
     echo(f"  requests hold their blocks for output / {s['decode_tokens_per_s']:g} tokens/s (assumed decode rate)")

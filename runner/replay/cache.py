@@ -174,6 +174,7 @@ class PrefixCeiling:
         self.seen: set[int] = set()
         self.hit_tokens = self.input_tokens = self.requests = 0
         self.unit_blocks = 0
+        self.sum_request_rates = 0.0  # each request's own hit share, summed: the call-weighted view, for context
 
     def request(self, units: tuple[int, ...], unit_tokens: int, size: int, input_tokens: int) -> None:
         seen = self.seen
@@ -189,7 +190,9 @@ class PrefixCeiling:
         self.unit_blocks += (len(seen) - before) * size
         self.requests += 1
         self.input_tokens += input_tokens
-        self.hit_tokens += 0 if hits == 0 else input_tokens if hits == len(units) else hits * unit_tokens
+        tokens = 0 if hits == 0 else input_tokens if hits == len(units) else hits * unit_tokens
+        self.hit_tokens += tokens
+        self.sum_request_rates += tokens / input_tokens
 
     @property
     def hit_rate(self) -> float:

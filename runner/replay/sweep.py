@@ -250,6 +250,9 @@ def replay(setup: Setup) -> dict:
         "input_tokens": ceiling.input_tokens,
         "ceiling_hit_rate": ceiling_rate,
         "ceiling_prefill_tokens_saved": ceiling.hit_tokens,
+        # Context only, never the hit rate: the mean of each request's own hit share (call-weighted), the
+        # definition Mooncake's maintainers describe for their hit rate (kvcache-ai/Mooncake issue #972).
+        "ceiling_call_weighted": ceiling.sum_request_rates / ceiling.requests,
         "ceiling_blocks": ceiling.unit_blocks,
         "ceiling_tokens": ceiling.unit_blocks * setup.engine_block,
         "target": setup.target,
