@@ -63,6 +63,7 @@ class PrefixCache:
         self.hit_tokens = self.input_tokens = self.requests = 0
         self.evictions = self.unadmitted = self.expired = 0  # evictions and expiries in engine blocks
         self.peak_blocks = 0
+        self.peak_running = 0  # the most engine blocks running requests held at once (prompt and output)
         self.sum_blocks = 0.0  # blocks in use after each arrival, summed (mean = sum / requests)
         self.hit_requests = 0
 
@@ -152,7 +153,10 @@ class PrefixCache:
         return tokens
 
     def _sample(self) -> None:
-        used = self.ref_blocks + self.free_blocks + self.held_out
+        running = self.ref_blocks + self.held_out
+        if running > self.peak_running:
+            self.peak_running = running
+        used = running + self.free_blocks
         self.sum_blocks += used
         if used > self.peak_blocks:
             self.peak_blocks = used

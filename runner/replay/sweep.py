@@ -15,6 +15,7 @@ with requests spread blindly across replicas each one's cache sees a fraction of
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,16 @@ def _grid(max_groups: int) -> list[int]:
     return out
 
 
+def _pool(unbounded: PrefixCache, gpu_blocks: int, total_blocks: int) -> PrefixCache:
+    """A pool to replay, or, when it is large enough never to evict nor refuse a request (the unbounded
+    pool's peaks fit in it), the unbounded pool's figures under its sizes: the replay would be the same."""
+    if unbounded.peak_blocks <= total_blocks and unbounded.peak_running <= gpu_blocks:
+        same = copy.copy(unbounded)
+        same.gpu_blocks, same.total_blocks = gpu_blocks, total_blocks
+        return same
+    return PrefixCache(gpu_blocks, total_blocks)
+
+
 def _first_reaching(results: dict[int, float], goal: float) -> int | None:
     for g in sorted(results):
         if results[g] >= goal:
@@ -180,8 +191,9 @@ def replay(setup: Setup) -> dict:
     bpg = setup.pool.blocks_per_group
     fixed = [PrefixCache(max(1, c // setup.engine_block)) for c in setup.capacity_tokens]
     ttl_pools = [PrefixCache(None, None, ttl_ms=s * 1000.0) for s in TTLS_S]
+    unbounded = PrefixCache(None)  # holds everything: what every pool that never has to evict replays
     spool = _Spool()
-    reader = _feed(setup, "pass 1", ceiling, fixed + ttl_pools, spool)
+    reader = _feed(setup, "pass 1", ceiling, fixed + ttl_pools + [unbounded], spool)
     if ceiling.requests == 0:
         first = f"; first: {reader.rejects[0]}" if reader.rejects else ""
         raise UserError(f"no replayable request in {', '.join(str(p) for p in setup.paths)} "
@@ -192,10 +204,11 @@ def replay(setup: Setup) -> dict:
     # The grid: up to the groups that hold every distinct block (and one group more for what runs).
     max_groups = max(1, -(-ceiling.unit_blocks // bpg) + 1)
     grid = _grid(max_groups)
-    plain = {g: PrefixCache(g * bpg) for g in grid}
-    tiered = {g: PrefixCache(g * bpg, g * bpg + _host_blocks(setup, g)) for g in grid} \
+    plain = {g: _pool(unbounded, g * bpg, g * bpg) for g in grid}
+    tiered = {g: _pool(unbounded, g * bpg, g * bpg + _host_blocks(setup, g)) for g in grid} \
         if setup.host_bytes_per_gpu else {}
-    _feed(setup, "pass 2", None, list(plain.values()) + list(tiered.values()), spool)
+    _feed(setup, "pass 2", None, [p for p in list(plain.values()) + list(tiered.values()) if p.requests == 0],
+          spool)
     pools = {"gpu": plain, "host": tiered}
     rates = {k: {g: p.hit_rate for g, p in v.items()} for k, v in pools.items()}
 
@@ -219,10 +232,11 @@ def replay(setup: Setup) -> dict:
         todo = {k: v for k, v in todo.items() if v}
         if not todo:
             break
-        new = {k: {g: (PrefixCache(g * bpg) if k == "gpu" else PrefixCache(g * bpg, g * bpg + _host_blocks(setup, g)))
+        new = {k: {g: _pool(unbounded, g * bpg, g * bpg + (_host_blocks(setup, g) if k == "host" else 0))
                    for g in gs} for k, gs in todo.items()}
         passes += 1
-        _feed(setup, f"pass {2 + passes}", None, [p for d in new.values() for p in d.values()], spool)
+        _feed(setup, f"pass {2 + passes}", None, [p for d in new.values() for p in d.values() if p.requests == 0],
+              spool)
         for k, d in new.items():
             pools[k].update(d)
             rates[k].update({g: p.hit_rate for g, p in d.items()})
