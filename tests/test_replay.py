@@ -253,3 +253,13 @@ def test_the_call_weighted_ceiling_is_context_beside_the_token_weighted_one(tmp_
     r = replay(_hand_setup(tmp_path))
     assert r["ceiling_call_weighted"] == pytest.approx((2 / 3 + 1) / 4)
     assert r["ceiling_hit_rate"] == pytest.approx(72 / 152)
+
+
+def test_a_host_tier_does_not_admit_what_the_gpu_cannot_hold(tmp_path):
+    # 2 GPU blocks and a vast host tier: the hand trace's 3-block requests (2nd and 4th) cannot run on the
+    # GPU however much the host keeps, so the pool must be replayed, not taken as never evicting.
+    setup = _hand_setup(tmp_path, host_bytes_per_gpu=10**6)
+    setup.pool = KVPool(blocks_per_group=2, block_bytes_per_rank=1000, block_bytes_host=1000, basis="by hand")
+    r = replay(setup)
+    one = next(p for p in r["curve_with_host"] if p["gpus"] == 1)
+    assert one["unadmitted"] == 2 and one["prefill_tokens_saved"] == 0
