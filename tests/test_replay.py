@@ -263,3 +263,37 @@ def test_a_host_tier_does_not_admit_what_the_gpu_cannot_hold(tmp_path):
     r = replay(setup)
     one = next(p for p in r["curve_with_host"] if p["gpus"] == 1)
     assert one["unadmitted"] == 2 and one["prefill_tokens_saved"] == 0
+
+
+@pytest.mark.slow
+def test_the_ledger_judges_the_article_on_replayed_traffic_labelled_as_such(tmp_path):
+    import shutil
+    from kvreport.analysis import claims
+    from kvreport.analysis.queries import Queries
+    from kvreport.runner.core.store import Store
+    db = tmp_path / "k.duckdb"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb", db)
+    assert run_cli("replay", SLICE, "--model", "llama-3.1-70b", "--tp", "8", "--db", db) == 0
+    with Store(db, read_only=True) as store:
+        q = Queries(store.con)
+        rows = [r for r in claims.ledger(q, [r["run_id"] for r in q("runs")])
+                if (r["measured_value"] or "").startswith("replayed real traffic (simulation)")]
+    by_claim = {r["claim_id"]: r for r in rows}
+    assert set(by_claim) == {"token-api-bill", "token-double-capacity"}
+    # The slice's ceiling is 16.4% of prompt tokens: no prefix cache can cut its bill by 55%.
+    assert by_claim["token-api-bill"]["verdict"] == "refuted" and "16.4%" in by_claim["token-api-bill"]["measured_value"]
+    assert all(r["run_id"] is None for r in rows)
+
+
+@pytest.mark.slow
+def test_the_capacity_page_answers_first(tmp_path):
+    import shutil
+    db = tmp_path / "k.duckdb"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb", db)
+    assert run_cli("replay", SLICE, "--model", "llama-3.1-70b", "--tp", "8", "--db", db) == 0
+    assert run_cli("build", "--db", db, "--out", tmp_path / "site") == 0
+    page = (tmp_path / "site" / "capacity.html").read_text()
+    main_part = " ".join(page[page.index("<main"):].split())
+    assert main_part.index("This traffic needs") < main_part.index("<h2")
+    assert "16 H200s" in main_part and "simulated from a trace" in main_part
+    assert 'href="capacity.html"' in (tmp_path / "site" / "index.html").read_text()
