@@ -3,8 +3,6 @@ conversation trace (and on the whole trace, slow) against an independent computa
 import heapq
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -197,8 +195,10 @@ def test_bad_lines_are_rejects_naming_file_line_and_field_and_good_lines_replay(
         "{not json",                                                  # 6
         _req(140, 1100, [1, 2, 6]),                                   # 7 good: hits 1, 2
     ])
-    assert run_cli("replay", trace, "--model", "llama-3.1-8b", "--json") == 0
-    out = capsys.readouterr().out
+    assert run_cli("replay", trace, "--model", "llama-3.1-8b", "--json", "--progress") == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "pass 1: 7 lines" in captured.err and "lines/s" in captured.err  # the progress line, on stderr
     r = json.loads(out)
     assert r["requests"] == 2 and r["rejects"] == 5
     got = {(x["line"], x["field"]) for x in r["reject_lines"]}
@@ -210,12 +210,11 @@ def test_bad_lines_are_rejects_naming_file_line_and_field_and_good_lines_replay(
     assert r["ceiling_hit_rate"] == pytest.approx(1024 / 2100)
 
 
-def test_a_trace_with_no_good_line_is_one_error_line_exit_2(tmp_path):
+def test_a_trace_with_no_good_line_is_one_error_line_exit_2(tmp_path, capsys):
     trace = _write(tmp_path / "bad.jsonl", [{"timestamp": 0, "input_length": 5, "output_length": 1}])
-    p = subprocess.run([sys.executable, "-m", "kvreport.runner", "replay", str(trace), "--model", "llama-3.1-8b"],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2, p.stderr
-    assert f"{trace}:1: hash_ids: missing" in p.stderr and "Traceback" not in p.stderr
+    assert run_cli("replay", trace, "--model", "llama-3.1-8b") == 2
+    err = capsys.readouterr().err
+    assert f"{trace}:1: hash_ids: missing" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_json_has_the_ceiling_and_a_token_weighted_curve_and_stores(tmp_path, capsys):
@@ -233,6 +232,7 @@ def test_json_has_the_ceiling_and_a_token_weighted_curve_and_stores(tmp_path, ca
     assert con.execute("SELECT count(*) FROM replay_curve WHERE policy = 'lru'").fetchone()[0] == len(r["curve"])
 
 
+@pytest.mark.slow
 def test_merge_carries_replays_once_and_renumbers_a_taken_id(tmp_path, capsys):
     import duckdb
     import shutil
