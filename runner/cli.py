@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
-from .commands import audit, build, export, findings, merge, migrate, models, run
+from .commands import audit, build, export, findings, merge, migrate, models, replay, run
 from .core.errors import UserError, is_interrupt
 from .core.store import shown
 
@@ -34,7 +34,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 # Registered once, when this module is imported (main() may run many times in one process: tests, embedding).
 # Importing commands/run.py does not import torch: it imports the measuring code only when a run starts.
-for _command in (run, build, export, models, audit, findings, migrate, merge):
+for _command in (run, build, export, models, audit, replay, findings, migrate, merge):
     _command.register(app)
 
 

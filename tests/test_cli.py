@@ -265,7 +265,7 @@ def test_main_leaves_no_process_state_behind(tmp_path, monkeypatch):
     before = signal.signal(signal.SIGTERM, ours)
     try:
         commands = [c.name for c in cli.app.registered_commands]
-        assert len(commands) == len(set(commands)) == 8
+        assert len(commands) == len(set(commands)) == 9
         for _ in range(2):
             assert run_cli("findings", "--db", tmp_path / "missing.duckdb") != 0
             assert signal.getsignal(signal.SIGTERM) is ours

@@ -45,8 +45,10 @@ def db(tmp_path_factory) -> Path:
     ["models", str(FIXTURES / "models" / "gemma-like-tiny"), "--seq", "1024,65536"],
     ["migrate", "{db}"],
     ["merge", "{db}", "--into", "{tmp}/merged.duckdb"],
+    ["replay", str(FIXTURES / "traces" / "mooncake_conversation_slice.jsonl"), "--model", "llama-3.1-8b",
+     "--db", "{tmp}/replay.duckdb"],
 ], ids=["build-help", "audit-help", "findings", "export", "build", "audit", "audit-model-path", "models",
-        "models-path", "migrate", "merge"])
+        "models-path", "migrate", "merge", "replay"])
 def test_reading_commands_never_import_torch(args, db, tmp_path):
     args = [a.format(db=db, tmp=tmp_path) for a in args]
     names = _imported_modules(*args, cwd=tmp_path)
@@ -78,9 +80,10 @@ LAYERS = {
     "core": ("kvreport.runner.core", {"core"}),
     "audit": ("kvreport.runner.audit", {"core", "audit"}),
     "analysis": ("kvreport.analysis", {"core", "analysis"}),
+    "replay": ("kvreport.runner.replay", {"core", "replay"}),
     # The audit demo experiment audits generated logs through the audit itself.
     "measure": ("kvreport.runner.measure", {"core", "audit", "measure"}),
-    "cli": ("kvreport.runner.commands", {"core", "audit", "analysis", "measure", "cli"}),
+    "cli": ("kvreport.runner.commands", {"core", "audit", "analysis", "replay", "measure", "cli"}),
 }
 HEAVY = ("torch", "transformers", "triton", "numpy", "nvidia_ml_py", "pynvml")
 # Third-party packages each torch-free layer may import (beyond the standard library).
@@ -88,6 +91,7 @@ THIRD_PARTY = {
     "core": {"duckdb"},
     "audit": {"duckdb", "tokenizers", "genai_prices", "ray", "pyarrow", "s3fs", "fsspec", "zstandard"},
     "analysis": {"duckdb", "jinja2", "plotly", "markupsafe"},
+    "replay": {"duckdb"},
 }
 
 

@@ -4,7 +4,8 @@ Each input is read at the current schema (an older file through a migrated tempo
 never changed). Runs are identified across files by `runs.run_uid` (schema step 002): a run the output
 already holds is not copied again. Every other run gets the next free run_id of the output, and every row
 that carries its run_id follows it. Audits follow their run; a standalone audit (run_id NULL) is the same
-audit when its id, creation time and sources agree, and otherwise gets a fresh id if its id is taken.
+audit when its id, creation time and sources agree, and otherwise gets a fresh id if its id is taken;
+replays (`kvreport replay`, no run) the same way.
 Everything one input brings is written in one transaction.
 """
 from __future__ import annotations
@@ -98,6 +99,10 @@ def _copy(con, source: Path) -> MergeReport:
     con.execute("CREATE OR REPLACE TEMP TABLE _audit_map (old VARCHAR, new VARCHAR)")
     for pair in audit_map.items():
         con.execute("INSERT INTO _audit_map VALUES (?, ?)", list(pair))
+    replay_map = _replay_map(con)
+    con.execute("CREATE OR REPLACE TEMP TABLE _replay_map (old VARCHAR, new VARCHAR)")
+    for pair in replay_map.items():
+        con.execute("INSERT INTO _replay_map VALUES (?, ?)", list(pair))
 
     for table, cols in sorted(columns.items()):
         if table == "kvreport_meta":
@@ -108,6 +113,9 @@ def _copy(con, source: Path) -> MergeReport:
             repl = "a.new AS audit_id" + (f", {run_expr} AS run_id" if run_expr else "")
             con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE ({repl}) "
                         f"FROM src.main.{table} t JOIN _audit_map a ON t.audit_id = a.old")
+        elif "replay_id" in cols:
+            con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE (m.new AS replay_id) "
+                        f"FROM src.main.{table} t JOIN _replay_map m ON t.replay_id = m.old")
         elif "run_id" in cols:
             con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE (m.new AS run_id) "
                         f"FROM src.main.{table} t JOIN _run_map m ON t.run_id = m.old")
@@ -115,6 +123,27 @@ def _copy(con, source: Path) -> MergeReport:
             raise UserError(f"{source}: table {table} has neither run_id nor audit_id; kvreport merge does "
                             "not know which rows belong to which run")
     return MergeReport(source, len(run_map), len(src_runs) - len(run_map), len(audit_map), audits_present)
+
+
+def _replay_map(con) -> dict[str, str]:
+    """old replay_id -> its id in the output for every replay this input brings (`kvreport replay`, no run):
+    one the output holds (same id, creation time and sources) is not copied again; a taken id gets the
+    next free replay-N."""
+    taken = {r for (r,) in con.execute("SELECT replay_id FROM main.replays").fetchall()}
+    same = set(con.execute("SELECT replay_id, created_at, sources FROM main.replays").fetchall())
+    mapping = {}
+    for replay_id, created_at, sources in con.execute(
+            "SELECT replay_id, created_at, sources FROM src.main.replays ORDER BY created_at NULLS FIRST, replay_id"
+    ).fetchall():
+        if (replay_id, created_at, sources) in same:
+            continue
+        new, n = replay_id, 0
+        while new in taken:
+            n += 1
+            new = f"replay-{n}"
+        taken.add(new)
+        mapping[replay_id] = new
+    return mapping
 
 
 def _audit_map(con, run_map: dict[int, int]) -> tuple[dict[str, str], int]:

@@ -1,4 +1,4 @@
--- kvreport schema version 8: what runner/core/schema/NNN_*.sql build, in one pass.
+-- kvreport schema version 9: what runner/core/schema/NNN_*.sql build, in one pass.
 -- Written by scripts/schema_snapshot.py; never edit by hand: change a step, then run it again.
 -- A new DB is created from this file (store.create_schema); tests/test_store.py checks it against
 -- the steps. Existing DBs still migrate step by step.
@@ -38,6 +38,14 @@ CREATE TABLE kvreport_meta("key" VARCHAR PRIMARY KEY, "value" VARCHAR);
 CREATE TABLE prefix_reuse(run_id INTEGER NOT NULL, turn INTEGER, "mode" VARCHAR, n_sessions INTEGER, prompt_tokens INTEGER, cached_tokens INTEGER, computed_tokens INTEGER, time_ms DOUBLE, p25_ms DOUBLE, p75_ms DOUBLE, n INTEGER, spread_wide BOOLEAN, copy_ms DOUBLE, max_abs_logit_diff DOUBLE, logits_match BOOLEAN, system_tokens INTEGER, user_tokens INTEGER, assistant_tokens INTEGER);
 
 CREATE TABLE prefix_reuse_evict(run_id INTEGER NOT NULL, phase VARCHAR, sessions_held INTEGER, disconnected_held INTEGER, kv_bytes_held BIGINT, kv_bytes_expected BIGINT, allocated_bytes BIGINT, freed_bytes BIGINT, allocator_freed_bytes BIGINT, free_bytes BIGINT, free_source VARCHAR, mean_session_bytes DOUBLE, sessions_fit BIGINT, capacity_if_full DOUBLE);
+
+CREATE TABLE replay_curve(replay_id VARCHAR NOT NULL, "policy" VARCHAR, capacity_tokens BIGINT, capacity_bytes BIGINT, gpus INTEGER, host_bytes BIGINT, hit_rate DOUBLE, prefill_tokens_saved BIGINT, peak_blocks BIGINT, mean_blocks DOUBLE, evictions BIGINT, unadmitted BIGINT);
+
+CREATE TABLE replay_rejects(replay_id VARCHAR NOT NULL, file VARCHAR, line BIGINT, field VARCHAR, reason VARCHAR);
+
+CREATE TABLE replay_ttl(replay_id VARCHAR NOT NULL, ttl_s INTEGER, hit_rate DOUBLE, prefill_tokens_saved BIGINT, peak_blocks BIGINT, mean_blocks DOUBLE, expired BIGINT);
+
+CREATE TABLE replays(replay_id VARCHAR NOT NULL, created_at TIMESTAMP, sources VARCHAR, shapes VARCHAR, model VARCHAR, dtype VARCHAR, gpu VARCHAR, gpu_bytes BIGINT, tp INTEGER, engine_block_tokens INTEGER, trace_block_tokens INTEGER, block_mapping VARCHAR, block_bytes_per_rank BIGINT, block_bytes_host BIGINT, pool_blocks_per_group BIGINT, pool_basis VARCHAR, decode_tokens_per_s DOUBLE, n_lines BIGINT, n_requests BIGINT, n_rejects BIGINT, input_tokens BIGINT, ceiling_hit_rate DOUBLE, ceiling_prefill_tokens_saved BIGINT, ceiling_tokens BIGINT, "target" DOUBLE, gpus_for_target INTEGER, hit_rate_at_target DOUBLE, host_bytes_per_gpu BIGINT, gpus_for_target_with_host INTEGER, host_bytes_at_target BIGINT, duration_s DOUBLE);
 
 CREATE TABLE roof_curve(run_id INTEGER NOT NULL, op VARCHAR, bytes BIGINT, gbs DOUBLE, p25_gbs DOUBLE, p75_gbs DOUBLE, n INTEGER, rounds INTEGER, worst_round_gbs DOUBLE, llc_bytes BIGINT, flushed BOOLEAN, threads INTEGER, host_ms DOUBLE, measured_with VARCHAR);
 
