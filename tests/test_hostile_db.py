@@ -250,6 +250,7 @@ def test_a_db_holding_foreign_objects_is_refused_by_every_command_naming_them(tm
     assert left == ["good.duckdb", "secret.txt", "theirs.duckdb"], left  # no site, export, merge or inj.sh
 
 
+@pytest.mark.slow
 def test_an_older_db_with_a_macro_is_refused_before_it_is_migrated(tmp_path):
     db = _theirs(tmp_path, "CREATE MACRO upper(x) AS (SELECT string_agg(column0, '') FROM read_csv('{secret}', header = false))",
                  base=PUBLISHED_V1)
@@ -262,6 +263,7 @@ def test_an_older_db_with_a_macro_is_refused_before_it_is_migrated(tmp_path):
     assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_reading_connection_reaches_no_file_and_cannot_be_unlocked(tmp_path):
     import duckdb
     from kvreport.runner.core.store import Store
@@ -288,7 +290,7 @@ def test_store_columns_quote_every_name_the_db_gives(tmp_path):
     create_schema(con)
     con.execute("""ALTER TABLE token_call_labels RENAME COLUMN provider_name TO "p"", 'x') AS h, (SELECT 1" """)
     cols = store_columns(con)
-    con.execute(f"CREATE TEMP TABLE c AS SELECT * FROM token_call_labels")
+    con.execute("CREATE TEMP TABLE c AS SELECT * FROM token_call_labels")
     # one column per name, however the name reads
     assert len(con.execute(f"SELECT {cols['label_columns']} FROM c").description) == \
         len(con.execute("SELECT * FROM token_call_labels").description) - 3  # less audit_id, run_id, label_id
