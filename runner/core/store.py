@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import functools
 import errno
+import functools
 import os
 import re
 import shutil
