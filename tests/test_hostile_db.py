@@ -186,3 +186,111 @@ def test_damaged_data_blocks_are_one_line_naming_the_db(tmp_path):
     assert met >= 3
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(("s", ".kvreport"))]
     assert all(not list(p.iterdir()) for p in tmp_path.glob("e*"))
+
+
+# --- a DB from someone else is data, never code -------------------------------------------------------------
+SITE_DB = ROOT / "tests" / "fixtures" / "site" / "kvreport.duckdb"
+SECRET = "TOPSECRET-7f3a"
+
+
+def _theirs(tmp_path: Path, *statements: str, base: Path = SITE_DB) -> Path:
+    """A copy of a good kvreport DB with `statements` run on it ({secret} is a file only they would read)."""
+    import duckdb
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET + "\n")
+    db = tmp_path / "theirs.duckdb"
+    shutil.copyfile(base, db)
+    con = duckdb.connect(str(db))
+    try:
+        for stmt in statements:
+            con.execute(stmt.replace("{secret}", str(secret)).replace("{dir}", str(tmp_path)))
+    finally:
+        con.close()
+    return db
+
+
+_HOSTILE = {
+    # runs is a view over a file of the reader's machine
+    "view over a file": (["DROP TABLE runs", "CREATE VIEW runs AS SELECT 1 AS run_id, column0 AS model "
+                          "FROM read_csv('{secret}', header = false)"], "view 'runs'"),
+    # a macro shadows DuckDB's own printf (and would print the file wherever a query formats a number)
+    "macro printf": (["CREATE MACRO printf(a, b) AS (SELECT string_agg(column0, '') "
+                      "FROM read_csv('{secret}', header = false))"], "macro 'printf'"),
+    # a table name that is SQL when pasted unquoted into a statement
+    "table name with SQL": (["""CREATE TABLE "x AS SELECT 1; COPY (SELECT 1) TO '{dir}/inj.sh'; --" (a INT)"""],
+                            "table \"x AS SELECT 1; COPY"),
+    # a column of token_call_labels whose name is SQL (store/calls_labelled.sql lists that table's columns)
+    "column name with SQL": (["""ALTER TABLE token_call_labels ADD COLUMN "1) AS h, (SELECT 1" VARCHAR"""],
+                             "table 'token_call_labels'"),
+}
+
+
+def _commands(db: Path, tmp_path: Path) -> list[list]:
+    good = tmp_path / "good.duckdb"
+    shutil.copyfile(SITE_DB, good)
+    return [["build", "--db", db, "--out", tmp_path / "site"], ["export", "--db", db, "--out", tmp_path / "export"],
+            ["findings", "--db", db], ["merge", db, "--into", tmp_path / "merged.duckdb"],
+            ["merge", good, "--into", db], ["migrate", db], ["audit", LOG, "--db", db]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(_HOSTILE))
+def test_a_db_holding_foreign_objects_is_refused_by_every_command_naming_them(tmp_path, kind):
+    statements, named = _HOSTILE[kind]
+    db = _theirs(tmp_path, *statements)
+    before = db.read_bytes()
+    for args in _commands(db, tmp_path):
+        r = _cli(*args, cwd=tmp_path)
+        err = _one_clear_line(r)
+        assert r.returncode == 2 and str(db) in err and named in err, (args, err)
+        assert SECRET not in r.stdout + r.stderr, args
+    assert db.read_bytes() == before  # nothing was migrated or merged into it
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["good.duckdb", "secret.txt", "theirs.duckdb"], left  # no site, export, merge or inj.sh
+
+
+@pytest.mark.slow
+def test_an_older_db_with_a_macro_is_refused_before_it_is_migrated(tmp_path):
+    db = _theirs(tmp_path, "CREATE MACRO upper(x) AS (SELECT string_agg(column0, '') FROM read_csv('{secret}', header = false))",
+                 base=PUBLISHED_V1)
+    before = db.read_bytes()
+    from kvreport.runner.core.store import Store, StoreError
+
+    for read_only in (True, False):
+        with pytest.raises(StoreError, match=r"macro 'upper'.* at schema 1 "):
+            Store(db, read_only=read_only, allow_older=True)
+    assert db.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_reading_connection_reaches_no_file_and_cannot_be_unlocked(tmp_path):
+    import duckdb
+    from kvreport.runner.core.store import Store
+
+    db = _theirs(tmp_path)
+    out = tmp_path / "out"
+    with Store(db, read_only=True, allow_older=True, writable=[out]) as store:
+        for sql in (f"SELECT * FROM read_csv('{tmp_path / 'secret.txt'}')",
+                    f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'",
+                    "SET enable_external_access = true", "SET allowed_directories = ['/']",
+                    "INSTALL sqlite"):
+            with pytest.raises(duckdb.Error):
+                store.con.execute(sql)
+        store.export_tables(out, "csv")  # its own output folder stays writable
+    assert (out / "runs.csv").is_file() and not (tmp_path / "x.csv").exists()
+
+
+def test_store_columns_quote_every_name_the_db_gives(tmp_path):
+    """Names from the DB never become SQL: the audit's column lists (store/*.sql) quote each one."""
+    from kvreport.runner.audit.engine import store_columns
+    from kvreport.runner.core.store import connect, create_schema
+
+    con = connect()
+    create_schema(con)
+    con.execute("""ALTER TABLE token_call_labels RENAME COLUMN provider_name TO "p"", 'x') AS h, (SELECT 1" """)
+    cols = store_columns(con)
+    con.execute("CREATE TEMP TABLE c AS SELECT * FROM token_call_labels")
+    # one column per name, however the name reads
+    assert len(con.execute(f"SELECT {cols['label_columns']} FROM c").description) == \
+        len(con.execute("SELECT * FROM token_call_labels").description) - 3  # less audit_id, run_id, label_id

@@ -45,7 +45,7 @@ def _build(db: Path, out: Path, mods, queries) -> list[str]:
             site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
                             file_schema=file_schema, schema=schema)
             copy_assets(tmp)
-            con = connect(path, read_only=True)
+            con = connect(path, read_only=True, sealed=True)
             try:
                 written = _render_all(con, tmp, site, mods, queries)
             finally:

@@ -99,7 +99,7 @@ def export_tables(db: Path, current: Path, out: Path) -> dict[str, str]:
     data = out / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(db, data / DB_NAME)
-    with Store(current, read_only=True) as store:  # the store writes its own tables
+    with Store(current, read_only=True, writable=[data]) as store:  # the store writes its own tables
         csvs = store.export_tables(data, "csv")
         store.export_tables(data, "parquet")
     return {p.stem: f"{DATA_DIR}/{p.name}" for p in csvs}

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -114,6 +115,33 @@ def check_address(address: str | None) -> str | None:
         return a
     raise UserError(f"--ray {address}: not a Ray address: give local (a Ray on this machine), auto, "
                     "ray://HOST:10001 or HOST:6379")
+
+
+CONNECT_TIMEOUT_S = 5.0  # a cluster that does not accept a connection in this long is not there
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) that --ray's address names, or None ("auto": Ray finds it)."""
+    if address == "auto":
+        return None
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """RayAuditError naming the address when nothing accepts a TCP connection there within `timeout`: Ray's
+    own connect retries for minutes before it says so."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        socket.create_connection(target, timeout=timeout).close()
+    except OSError as exc:
+        why = (f"nothing answered within {timeout:g} s" if isinstance(exc, TimeoutError)
+               else (exc.strerror or str(exc) or type(exc).__name__))
+        raise RayAuditError(f"--ray {address}: no Ray cluster there ({why})") from None
 
 
 def import_ray():
@@ -314,6 +342,10 @@ class Cluster:
         ray = import_ray()
         started = time.perf_counter()
         if not ray.is_initialized():
+            if self.address is not None:
+                check_reachable(self.address)
+            # Nothing reaches out: no dashboard, no usage report (which also asks the cloud's metadata address).
+            os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
             kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
             try:
                 if self.address is None:

@@ -37,6 +37,11 @@ from pathlib import Path
 from ..core.errors import UserError
 from .sqlfiles import one, run_sql
 
+# A price file is a hand-written list of a few models: past these it is not one, and is refused unread.
+MAX_PRICES_FILE_BYTES = 4 * 2**20
+MAX_RATE_USD = 1e6          # per million tokens ($1 a token; the dearest listed rates are hundreds)
+MAX_REQUEST_USD = 1e4       # a fixed fee per call
+MAX_NAME_CHARS = 256        # a model or provider name
 MAX_PERIOD_DAYS = 3700  # time-of-day prices: boundaries for at most ~10 years of log, then one period
 _RATE_KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")
 
@@ -94,9 +99,45 @@ def load_prices_file(path: str | Path) -> PriceBook:
     JSON: the same keys, {"as_of": "2026-11-01", "prices": [{...}, ...]}."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as f:  # bounded: a multi-GB file is refused, not read into memory
+            raw = f.read(MAX_PRICES_FILE_BYTES + 1)
     except OSError as exc:
         raise PricesFileError(f"--prices {p}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_PRICES_FILE_BYTES:
+        raise PricesFileError(f"--prices {p}: larger than {MAX_PRICES_FILE_BYTES // 2**20} MiB; not a price file")
+    try:
+        doc = _parse(p, raw)
+    except RecursionError:  # [[[[...: nested past Python's stack, where a price file nests three levels
+        raise PricesFileError(f"--prices {p}: nested too deeply to be a price file") from None
+    except ValueError as exc:  # a number of thousands of digits (Python's int conversion limit)
+        why = "a number of thousands of digits" if "digits" in str(exc) else str(exc).splitlines()[0][:120]
+        raise PricesFileError(f"--prices {p}: not a price file ({why})") from None
+    if not isinstance(doc, dict):
+        raise PricesFileError(f"--prices {p}: expected a table/object with a 'prices' list")
+    unknown = set(doc) - {"as_of", "prices"}
+    if unknown:
+        raise PricesFileError(f"--prices {p}: unknown key(s) {', '.join(sorted(map(_short, unknown))[:5])} "
+                              "(expected as_of, prices)")
+    entries = doc.get("prices")
+    if not isinstance(entries, list) or not entries:
+        raise PricesFileError(f"--prices {p}: 'prices' must be a non-empty list of entries")
+    as_of = _as_of(p, doc.get("as_of"))
+    out = []
+    for i, e in enumerate(entries, 1):
+        where = f"{p.name} entry {i}"
+        out.append(_entry(p, i, e, where))
+    return PriceBook(tuple(out), as_of)
+
+
+def _short(text, limit: int = 40) -> str:
+    """A key or value from the file as a message shows it: a plain short name as it is, anything else as
+    its repr, cut when long."""
+    plain = isinstance(text, str) and text.isprintable() and text.isascii() and len(text) <= limit
+    text = text if plain else repr(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _parse(p: Path, raw: bytes):
     if p.suffix.lower() == ".toml":
         try:
             import tomllib
@@ -116,20 +157,7 @@ def load_prices_file(path: str | Path) -> PriceBook:
             raise PricesFileError(f"--prices {p}: not valid JSON ({exc})") from None
     else:
         raise PricesFileError(f"--prices {p}: expected a .toml or .json file")
-    if not isinstance(doc, dict):
-        raise PricesFileError(f"--prices {p}: expected a table/object with a 'prices' list")
-    unknown = set(doc) - {"as_of", "prices"}
-    if unknown:
-        raise PricesFileError(f"--prices {p}: unknown key(s) {', '.join(sorted(unknown))} (expected as_of, prices)")
-    entries = doc.get("prices")
-    if not isinstance(entries, list) or not entries:
-        raise PricesFileError(f"--prices {p}: 'prices' must be a non-empty list of entries")
-    as_of = _as_of(p, doc.get("as_of"))
-    out = []
-    for i, e in enumerate(entries, 1):
-        where = f"{p.name} entry {i}"
-        out.append(_entry(p, i, e, where))
-    return PriceBook(tuple(out), as_of)
+    return doc
 
 
 def _as_of(p: Path, v) -> _dt.date:
@@ -142,7 +170,7 @@ def _as_of(p: Path, v) -> _dt.date:
     try:
         return _dt.date.fromisoformat(str(v))
     except ValueError:
-        raise PricesFileError(f"--prices {p}: as_of: expected a date like 2026-11-01, got {v!r}") from None
+        raise PricesFileError(f"--prices {p}: as_of: expected a date like 2026-11-01, got {_short(v)}") from None
 
 
 def _entry(p: Path, i: int, e, where: str) -> Override:
@@ -152,21 +180,26 @@ def _entry(p: Path, i: int, e, where: str) -> Override:
     allowed = {"model", "provider", "request_usd", *_RATE_KEYS}
     unknown = set(e) - allowed
     if unknown:
-        raise PricesFileError(f"{at}: unknown key(s) {', '.join(sorted(unknown))} "
+        raise PricesFileError(f"{at}: unknown key(s) {', '.join(sorted(map(_short, unknown))[:5])} "
                               f"(expected {', '.join(sorted(allowed))})")
     model = e.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise PricesFileError(f"{at}: model: expected the model name as the log writes it")
+    if not isinstance(model, str) or not model.strip() or len(model) > MAX_NAME_CHARS:
+        raise PricesFileError(f"{at}: model: expected the model name as the log writes it "
+                              f"(at most {MAX_NAME_CHARS} characters)")
     provider = e.get("provider")
-    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+    if provider is not None and (not isinstance(provider, str) or not provider.strip()
+                                 or len(provider) > MAX_NAME_CHARS):
         raise PricesFileError(f"{at}: provider: expected a provider name such as \"openai\"")
 
     def num(key, default=None):
         v = e.get(key, default)
         if v is None:
             raise PricesFileError(f"{at} ({model}): {key}: missing (USD per million tokens)")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise PricesFileError(f"{at} ({model}): {key}: expected a number >= 0, got {v!r}")
+        high = MAX_REQUEST_USD if key == "request_usd" else MAX_RATE_USD
+        # An int is compared before float(): 10**400 has no float (OverflowError), and is out of range anyway.
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= high or not math.isfinite(v):
+            raise PricesFileError(f"{at} ({model}): {key}: expected a finite number from 0 to {high:g} "
+                                  f"(USD{'' if key == 'request_usd' else ' per million tokens'}), got {_short(v)}")
         return float(v)
 
     inp = num("input_mtok")

@@ -18,6 +18,7 @@ from typing import Callable
 
 from ..core.errors import UserError
 from ..core.store import rollback_quietly
+from ..core.untrusted import quoted
 from . import dollars, pipeline, prompt_bloat
 from .ingest import Keys, Source, describe_sources, detect, ingest
 from .kv_pricing import Memory, Pricing
@@ -296,8 +297,9 @@ def own_columns(con, table: str) -> list[str]:
 
 def store_columns(con) -> dict[str, str]:
     """The column lists the store/*.sql statements take, from the schema (token_call_rows, token_call_labels)."""
-    labels = own_columns(con, "token_call_labels")
-    return dict(row_columns=", ".join(f"c.{c}" for c in own_columns(con, "token_call_rows")),
+    # Quoted (untrusted.quoted): a name is the DB file's, and never becomes SQL of its own.
+    labels = [quoted(c) for c in own_columns(con, "token_call_labels")]
+    return dict(row_columns=", ".join(f"c.{quoted(c)}" for c in own_columns(con, "token_call_rows")),
                 label_columns=", ".join(labels), label_order=", ".join(f"{c} NULLS FIRST" for c in labels),
                 label_match=" AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in labels))
 

@@ -18,6 +18,10 @@ from pathlib import Path
 from ..core.errors import UserError
 
 SCHEMES = ("s3://",)
+# An endpoint that accepts and then says nothing fails within seconds, naming itself (botocore's message gives
+# the endpoint URL), instead of retrying for minutes: one attempt per request, and s3fs's own retry once.
+CONNECT_TIMEOUT_S = 5
+READ_TIMEOUT_S = 5
 
 
 def url_of(arg) -> str | None:
@@ -36,7 +40,10 @@ def _filesystem():
         import s3fs
     except ImportError:
         raise UserError("s3:// paths need s3fs: pip install 'kvreport[s3]'") from None
-    return s3fs.S3FileSystem()
+    fs = s3fs.S3FileSystem(config_kwargs=dict(connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
+                                              retries={"total_max_attempts": 1}))
+    fs.retries = 1  # s3fs's own loop around each call (a class attribute, 5 tries with back-off)
+    return fs
 
 
 def expand(url: str, fs=None) -> list[str]:

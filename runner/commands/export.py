@@ -15,7 +15,7 @@ def export(
     format: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "csv",
 ):
     """Write one file per table (kv_memory.csv, kv_memory_v2.csv, kv_per_layer.csv, ...)."""
-    with current_schema_copy(db) as current, Store(current, read_only=True) as store:
+    with current_schema_copy(db) as current, Store(current, read_only=True, writable=[out]) as store:
         for path in store.export_tables(out, format):
             typer.echo(str(path))
 

@@ -23,7 +23,7 @@ def findings_of(db: Path) -> tuple[list[dict], list[int]]:
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
         q = Queries(store.con)
         try:
-            runs = q("runs")
+            runs = q("run_configs")  # run ids and configurations only: claims and regressions read no more
             run_ids = [r["run_id"] for r in runs]
             rows = headlines(q, run_ids, {m.PAGE.slug: m.PAGE.order for m in page_modules()})
             ledger = claims.current(claims.ledger(q, run_ids), runs)

@@ -20,6 +20,7 @@ import duckdb
 
 from .errors import UserError
 from .store import Store, current_schema_copy, new_db_file, shown, table_columns, transaction
+from .untrusted import quoted
 
 _DEMO_AUDIT = re.compile(r"^run-(\d+)-(.+)$")  # audits inside a run are named after its run_id
 
@@ -82,47 +83,45 @@ def _merge_one(out: Store, source: Path, current: Path) -> MergeReport:
 
 def _copy(con, source: Path) -> MergeReport:
     columns = table_columns(con)
-    src_runs = con.execute("SELECT run_id, run_uid FROM src.main.runs ORDER BY run_id").fetchall()
-    present = {uid for (uid,) in con.execute("SELECT run_uid FROM main.runs").fetchall()}
-    next_id = con.execute("SELECT coalesce(max(run_id), 0) FROM main.runs").fetchone()[0]
-    run_map = {}
-    for old, uid in src_runs:
-        if uid in present:
-            continue
-        next_id += 1
-        run_map[old] = next_id
-    con.execute("CREATE OR REPLACE TEMP TABLE _run_map (old INTEGER, new INTEGER)")
-    for pair in run_map.items():
-        con.execute("INSERT INTO _run_map VALUES (?, ?)", list(pair))
+    # Each run the output lacks (by run_uid) gets the next free run_id, in the input's order; mapped in SQL,
+    # so a million runs are one statement, not a million.
+    con.execute("CREATE OR REPLACE TEMP TABLE _run_map AS "
+                "SELECT s.run_id AS old, CAST((SELECT coalesce(max(run_id), 0) FROM main.runs) "
+                "  + row_number() OVER (ORDER BY s.run_id) AS INTEGER) AS new "
+                "FROM src.main.runs s WHERE NOT EXISTS "
+                "(SELECT 1 FROM main.runs m WHERE m.run_uid IS NOT DISTINCT FROM s.run_uid)")
+    n_src = con.execute("SELECT count(*) FROM src.main.runs").fetchone()[0]
+    n_added = con.execute("SELECT count(*) FROM _run_map").fetchone()[0]
 
-    audit_map, audits_present = _audit_map(con, run_map)
+    audit_map, audits_present = _audit_map(con)
     con.execute("CREATE OR REPLACE TEMP TABLE _audit_map (old VARCHAR, new VARCHAR)")
-    for pair in audit_map.items():
-        con.execute("INSERT INTO _audit_map VALUES (?, ?)", list(pair))
+    if audit_map:
+        con.executemany("INSERT INTO _audit_map VALUES (?, ?)", [list(pair) for pair in audit_map.items()])
     replay_map = _replay_map(con)
     con.execute("CREATE OR REPLACE TEMP TABLE _replay_map (old VARCHAR, new VARCHAR)")
-    for pair in replay_map.items():
-        con.execute("INSERT INTO _replay_map VALUES (?, ?)", list(pair))
+    if replay_map:
+        con.executemany("INSERT INTO _replay_map VALUES (?, ?)", [list(pair) for pair in replay_map.items()])
 
     for table, cols in sorted(columns.items()):
         if table == "kvreport_meta":
             continue
-        # Table and column names come from the schema files; values never enter the SQL text.
+        # Table names come from the output's schema, quoted all the same; values never enter the SQL text.
+        name = quoted(table)
         if "audit_id" in cols:
             run_expr = "(SELECT r.new FROM _run_map r WHERE r.old = t.run_id)" if "run_id" in cols else None
             repl = "a.new AS audit_id" + (f", {run_expr} AS run_id" if run_expr else "")
-            con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE ({repl}) "
-                        f"FROM src.main.{table} t JOIN _audit_map a ON t.audit_id = a.old")
+            con.execute(f"INSERT INTO main.{name} BY NAME SELECT t.* REPLACE ({repl}) "
+                        f"FROM src.main.{name} t JOIN _audit_map a ON t.audit_id = a.old")
         elif "replay_id" in cols:
-            con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE (m.new AS replay_id) "
-                        f"FROM src.main.{table} t JOIN _replay_map m ON t.replay_id = m.old")
+            con.execute(f"INSERT INTO main.{name} BY NAME SELECT t.* REPLACE (m.new AS replay_id) "
+                        f"FROM src.main.{name} t JOIN _replay_map m ON t.replay_id = m.old")
         elif "run_id" in cols:
-            con.execute(f"INSERT INTO main.{table} BY NAME SELECT t.* REPLACE (m.new AS run_id) "
-                        f"FROM src.main.{table} t JOIN _run_map m ON t.run_id = m.old")
+            con.execute(f"INSERT INTO main.{name} BY NAME SELECT t.* REPLACE (m.new AS run_id) "
+                        f"FROM src.main.{name} t JOIN _run_map m ON t.run_id = m.old")
         else:
             raise UserError(f"{source}: table {table} has neither run_id nor audit_id; kvreport merge does "
                             "not know which rows belong to which run")
-    return MergeReport(source, len(run_map), len(src_runs) - len(run_map), len(audit_map), audits_present)
+    return MergeReport(source, n_added, n_src - n_added, len(audit_map), audits_present)
 
 
 def _replay_map(con) -> dict[str, str]:
@@ -146,20 +145,21 @@ def _replay_map(con) -> dict[str, str]:
     return mapping
 
 
-def _audit_map(con, run_map: dict[int, int]) -> tuple[dict[str, str], int]:
+def _audit_map(con) -> tuple[dict[str, str], int]:
     """old audit_id -> the id it gets in the output, for every audit this input brings."""
     taken = {a for (a,) in con.execute("SELECT audit_id FROM main.audits").fetchall()}
     same = {(a, c, s) for a, c, s in con.execute("SELECT audit_id, created_at, sources FROM main.audits").fetchall()}
     mapping, present = {}, 0
-    rows = con.execute("SELECT audit_id, run_id, created_at, sources FROM src.main.audits "
-                       "ORDER BY created_at NULLS FIRST, audit_id").fetchall()
-    for audit_id, run_id, created_at, sources in rows:
+    rows = con.execute("SELECT a.audit_id, a.run_id, a.created_at, a.sources, m.new FROM src.main.audits a "
+                       "LEFT JOIN _run_map m ON m.old = a.run_id "
+                       "ORDER BY a.created_at NULLS FIRST, a.audit_id").fetchall()
+    for audit_id, run_id, created_at, sources, new_run in rows:
         if run_id is not None:
-            if run_id not in run_map:
+            if new_run is None:
                 present += 1  # its run is already in the output, and the audit with it
                 continue
             m = _DEMO_AUDIT.match(audit_id)
-            new = f"run-{run_map[run_id]}-{m.group(2)}" if m and int(m.group(1)) == run_id else audit_id
+            new = f"run-{new_run}-{m.group(2)}" if m and int(m.group(1)) == run_id else audit_id
         else:
             if (audit_id, created_at, sources) in same:
                 present += 1

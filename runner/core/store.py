@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import functools
 import os
 import re
 import shutil
@@ -33,6 +34,7 @@ from typing import Iterable, Iterator
 import duckdb
 
 from .errors import UserError, is_interrupt
+from .untrusted import described, foreign_objects, inventory, quoted, seal
 
 RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 EXPERIMENT_STATUSES = ("ok", "skipped", "failed")
@@ -51,9 +53,19 @@ NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensio
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB file
 
 
-def connect(path: str | os.PathLike = ":memory:", read_only: bool = False):
-    """A DuckDB connection that never installs or loads an extension by itself."""
-    return duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
+def connect(path: str | os.PathLike = ":memory:", read_only: bool = False, sealed: bool = False,
+            writable: Iterable[str | os.PathLike] = ()):
+    """A DuckDB connection that never installs or loads an extension by itself. `sealed` (for a connection
+    that only reads): no file but the DB and the folders in `writable`, configuration locked
+    (untrusted.seal)."""
+    con = duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
+    if sealed:
+        try:
+            seal(con, [str(w) for w in writable])
+        except BaseException:
+            con.close()
+            raise
+    return con
 
 
 def shown(path, limit: int = 160) -> str:
@@ -257,6 +269,65 @@ def apply_steps(con, from_version: int, steps: list[SchemaStep] | None = None) -
     return version
 
 
+def own_objects(version: int, steps: list[SchemaStep] | None = None) -> dict:
+    """untrusted.inventory of an empty DB built by the schema at `version` (kvreport's own steps unless
+    given): every object a kvreport DB of that version may hold, each exactly as kvreport writes it."""
+    if steps is None:
+        return dict(_own_objects(version))
+    return _build_objects(version, steps)
+
+
+@functools.lru_cache(maxsize=16)
+def _own_objects(version: int) -> dict:
+    return _build_objects(version, None)
+
+
+def _build_objects(version: int, steps: list[SchemaStep] | None) -> dict:
+    con = connect()
+    try:
+        with transaction(con):
+            if steps is None and version == SCHEMA_VERSION:
+                create_schema(con)
+            else:
+                steps = schema_steps() if steps is None else steps
+                upto = max(version, steps[0].version)  # 0: a kvreport_meta without its version row
+                apply_steps(con, 0, [s for s in steps if s.version <= upto])
+        return inventory(con)
+    finally:
+        con.close()
+
+
+def refuse_foreign_objects(con, path: Path, newest: int, steps: list[SchemaStep] | None = None) -> None:
+    """StoreError naming every object of the DB file open on `con` that kvreport's schema at the file's
+    version does not hold exactly (a view where kvreport has a table, a macro, a table of another name or
+    other columns, ...), before anything in the file is read. A file newer than `newest` is left to the
+    version check."""
+    found = inventory(con)
+    if not found:
+        return
+    meta = found.get(("table", "kvreport_meta"))
+    version = None
+    if meta is not None and meta == own_objects(SCHEMA_VERSION).get(("table", "kvreport_meta")):
+        row = con.execute("SELECT value FROM main.kvreport_meta WHERE key = 'schema_version'").fetchone()
+        text = "0" if row is None else str(row[0])
+        if not (text.isascii() and text.isdigit() and len(text) <= 6):
+            raise StoreError(f"{shown(path)}: kvreport_meta's schema_version {shown(text, 40)!r} is not a "
+                             "schema number; not a kvreport DB")
+        version = int(text)
+        if version > newest:
+            return
+    elif not any(kind == "table" and name == "kvreport_meta" for kind, name in found):
+        tables = sorted(name for kind, name in found if kind == "table")
+        if tables:
+            raise StoreError(f"{shown(path)}: a DuckDB file, but not a kvreport DB (it has tables "
+                             f"{', '.join(map(str, tables[:5]))} and no kvreport_meta)")
+    foreign = foreign_objects(found, {} if version is None else own_objects(version, steps))
+    if foreign:
+        schema = "" if version is None else f" at schema {version}"
+        raise StoreError(f"{shown(path)}: holds {described(foreign)}, which kvreport's own DB{schema} does not "
+                         "have; a DB from elsewhere is read as data only, so this one is refused")
+
+
 def table_columns(con) -> dict[str, list[str]]:
     """table -> its columns, for the DB file's own tables (not views, not TEMP ones, not attached files)."""
     rows = con.execute("SELECT c.table_name, c.column_name FROM information_schema.columns c "
@@ -290,13 +361,9 @@ def csv_safe_text(text: str) -> str:
     return text
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def csv_safe_sql(column: str) -> str:
     """csv_safe_text as a DuckDB expression on a VARCHAR column, named as the column."""
-    col = _quoted(column)
+    col = quoted(column)
     escaped = col
     for c in _CONTROL_BYTES:
         escaped = f"replace({escaped}, chr({c}), '\\x{c:02x}')"
@@ -332,9 +399,11 @@ def backup_path(path: Path, version: int) -> Path:
 
 class Store:
     def __init__(self, path: str | os.PathLike, read_only: bool = False, allow_older: bool = False,
-                 steps: list[SchemaStep] | None = None):
+                 steps: list[SchemaStep] | None = None, writable: Iterable[str | os.PathLike] = ()):
         """`steps`: the schema steps this store migrates with, kvreport's own unless given (a test passes an
-        older or a broken list)."""
+        older or a broken list). A read-only store's connection is sealed (untrusted.seal): it reads no
+        file but the DB and writes only under the folders in `writable` (export_tables' output). Any store
+        refuses a file holding an object kvreport's schema does not (refuse_foreign_objects)."""
         self.path = Path(path)
         self.steps = schema_steps() if steps is None else steps
         self.own_steps = steps is None  # kvreport's own: a new file is created from schema/fresh.sql
@@ -356,10 +425,12 @@ class Store:
             self._create()
         self._check_magic()
         try:
-            self.con = connect(self.path, read_only=read_only)
+            self.con = connect(self.path, read_only=read_only, sealed=read_only,
+                               writable=[os.path.abspath(w) for w in writable])
         except duckdb.Error as exc:
             raise StoreError(f"{shown(self.path)}: {_open_problem(exc)}") from None
         try:
+            refuse_foreign_objects(self.con, self.path, self.target_version, None if self.own_steps else self.steps)
             self._check_and_migrate()
         except duckdb.Error as exc:  # a damaged block shows only when a table is read
             self.con.close()
@@ -497,8 +568,8 @@ class Store:
             return
         # Every key any row carries (first-seen order): a key only later rows have must not be dropped.
         cols = list(dict.fromkeys(k for r in rows for k in r))
-        # Column names come from our own code; values always travel as parameters.
-        sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
+        # Column names come from our own code, quoted all the same; values always travel as parameters.
+        sql = f"INSERT INTO {quoted(table)} ({', '.join(map(quoted, cols))}) VALUES ({', '.join('?' for _ in cols)})"
         self.con.executemany(sql, [[r.get(c) for c in cols] for r in rows])
 
     # --- reading ------------------------------------------------------------------------------
@@ -536,12 +607,12 @@ class Store:
                 path = work / f"{table}.{fmt}"
                 # COPY cannot take a bound parameter for its target, so the path is quoted here; table names
                 # come from the schema files, not from users.
-                target = str(path).replace("'", "''")
+                target = str(path.absolute()).replace("'", "''")
                 columns = "*" if fmt != "csv" else ", ".join(
-                    csv_safe_sql(name) if kind == "VARCHAR" else _quoted(name)
-                    for name, kind, *_ in self.con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall())
+                    csv_safe_sql(name) if kind == "VARCHAR" else quoted(name)
+                    for name, kind, *_ in self.con.execute(f"DESCRIBE SELECT * FROM {quoted(table)}").fetchall())
                 try:
-                    self.con.execute(f"COPY (SELECT {columns} FROM {table} ORDER BY ALL) TO '{target}' {opts}")
+                    self.con.execute(f"COPY (SELECT {columns} FROM {quoted(table)} ORDER BY ALL) TO '{target}' {opts}")
                 except Exception as exc:  # noqa: BLE001 - a full disk or a vanished folder: name the output
                     if is_damage(exc):  # the DB is at fault, not the output
                         raise StoreError(f"{shown(self.path)}: the DB file is damaged ({_first_line(exc)}); "
