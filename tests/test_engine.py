@@ -129,3 +129,16 @@ def test_bad_engine_input_is_one_line_exit_2(args, needle):
     r = _kvreport("models", "llama-3.1-8b", *args)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_models_page_shows_the_default_profile_capacity_and_refusals():
+    from kvreport.analysis.pages import models as page
+
+    ctx = page.context(lambda name, **kw: [], None)
+    assert ctx.engine_profile == engine.DEFAULT_PROFILE.name
+    row = next(r for r in ctx.engine_fits_table.rows if r["model"] == "gpt-oss-20b")
+    cell = engine.fits(load("gpt-oss-20b"), engine.resolve("gpt-oss-20b")[1], engine.DEFAULT_PROFILE,
+                       engine.gpu_bytes("h200"), [32768], 1, gpu_name="h200")["requests"]["32768"]
+    assert row["h200_1"] == cell["requests"] > 0
+    refused = {(r["model"], r["tp"]) for r in ctx.engine_refusals_table.rows}
+    assert ("qwen2.5-0.5b", 8) in refused and all("divisible" in r["reason"] for r in ctx.engine_refusals_table.rows)

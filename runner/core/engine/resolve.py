@@ -11,6 +11,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ..builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
 from ..model_facts import CATALOGUE
 
 
@@ -58,4 +59,8 @@ def resolve(name: str) -> tuple[str, dict | None]:
     alias = catalogue_name_for(name)
     if alias is not None:
         return resolve(alias)
+    legacy = {**BUILTIN, **TEST_MODELS}.get(name)  # hand-written hyperparameters, read as model_facts.load does
+    if legacy is not None:
+        cls, kwargs = legacy
+        return name, {"model_type": LEGACY_MODEL_TYPES[cls], **kwargs}
     return name, None
