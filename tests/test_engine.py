@@ -77,6 +77,19 @@ def test_layer_group_padding_and_raised_block():
     assert {g.spec.kind: g.spec.block_size for g in lay.groups} == {"full": 32, "sliding": 16}
 
 
+def test_group_size_takes_the_larger_kind_when_close():
+    from kvreport.runner.core.model_facts import facts_from_config
+
+    types = ["sliding_attention"] * 12 + ["full_attention"] * 13  # vLLM's own example: gpt-oss-20b + eagle
+    f = facts_from_config({"model_type": "llama", "num_hidden_layers": 25, "num_attention_heads": 8,
+                           "num_key_value_heads": 8, "hidden_size": 512, "intermediate_size": 1024,
+                           "vocab_size": 1000, "sliding_window": 128, "layer_types": types})
+    new = engine.build_layout(f, {}, MID)
+    assert (len(new.groups), new.padding_layers) == (2, 1)  # (13 sw, 13 full)
+    old = engine.build_layout(f, {}, OLD)
+    assert (len(old.groups), old.padding_layers) == (3, 11)  # 0.10.2: groups of 12
+
+
 def test_fits_are_capped_by_max_num_seqs_and_refusals_are_named():
     target, raw = engine.resolve("gpt-oss-20b")
     f = load(target)
@@ -103,6 +116,8 @@ def test_weights_as_the_checkpoint_stores_them():
 def test_every_alias_names_one_catalogue_entry():
     table = engine.resolve.__globals__["aliases"]()
     assert table["meta-llama/llama-3.1-8b-instruct"] == "llama-3.1-8b"
+    name, raw = engine.resolve("meta-llama/Llama-3.1-8B-Instruct")
+    assert name == "llama-3.1-8b" and raw["num_key_value_heads"] == 8
     for repo, name in table.items():
         assert engine.resolve(name)[1] is not None
 

@@ -157,15 +157,14 @@ def _layer_specs(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int, k
     return out
 
 
-def build_layout(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int = 1, kv_cache_dtype: str = "auto",
-                 model_dtype: str = "bfloat16") -> EngineLayout:
-    """The groups vLLM `profile` builds for this model on one of `tp` ranks."""
+def aligned_specs(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int = 1, kv_cache_dtype: str = "auto",
+                  model_dtype: str = "bfloat16") -> tuple[list[LayerSpec], int | None, float | None]:
+    """Every layer's spec after the hybrid block-size alignment, before grouping; with the raised block size and
+    the share added to the Mamba page (None, None for a model without both attention and Mamba layers)."""
     if kv_cache_dtype not in ("auto", "fp8"):
         raise EngineError(f"--kv-cache-dtype {kv_cache_dtype}: expected auto or fp8")
     specs = _layer_specs(facts, text, profile, tp, kv_cache_dtype, model_dtype)
-    if not specs:
-        return EngineLayout(profile, tp, kv_cache_dtype, (), 0)
-    notes, hybrid_block, padding = [], None, None
+    hybrid_block, padding = None, None
     attn = [s for s in specs if s.kind != "mamba"]
     mamba = [s for s in specs if s.kind == "mamba"]
     if attn and mamba:  # the hybrid alignment of vllm_rules.hybrid_alignment_source
@@ -179,6 +178,16 @@ def build_layout(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int = 
         page = block * one_token
         padding = (page - mamba_page) / mamba_page
         specs = [replace(s, page_padded=page) if s.kind == "mamba" else replace(s, block_size=block) for s in specs]
+    return specs, hybrid_block, padding
+
+
+def build_layout(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int = 1, kv_cache_dtype: str = "auto",
+                 model_dtype: str = "bfloat16") -> EngineLayout:
+    """The groups vLLM `profile` builds for this model on one of `tp` ranks."""
+    specs, hybrid_block, padding = aligned_specs(facts, text, profile, tp, kv_cache_dtype, model_dtype)
+    if not specs:
+        return EngineLayout(profile, tp, kv_cache_dtype, (), 0)
+    notes = []
     if len(set(specs)) == 1:
         s = specs[0]
         groups = (Group(s, len(specs), len(specs), s.page_bytes),)
