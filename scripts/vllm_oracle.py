@@ -36,7 +36,7 @@ MEMORY = 40 * 2**30
 SEQS = (4096, 32768, 131072)
 
 
-def vllm_spec(s, max_model_len: int):
+def vllm_spec(s, max_model_len: int, kv: str = "auto"):
     """The same page, block size and window in vLLM's classes (bytes carried as uint8 elements)."""
     u8 = torch.uint8
     if s.kind == "mamba":
@@ -44,7 +44,7 @@ def vllm_spec(s, max_model_len: int):
                          page_size_padded=s.page_padded)
     if s.kind in ("mla", "indexer"):  # mla_attention.py gives the latent the cache dtype; the DSA indexer has none
         return MLAAttentionSpec(block_size=s.block_size, num_kv_heads=1, head_size=s.token_bytes, dtype=u8,
-                                cache_dtype_str="auto" if s.kind == "mla" else None)
+                                cache_dtype_str=kv if s.kind == "mla" else None)
     k = s.token_bytes // 2
     kw = dict(block_size=s.block_size, num_kv_heads=1, head_size=k, head_size_v=s.token_bytes - k, dtype=u8)
     if s.kind == "sliding":
@@ -73,21 +73,21 @@ def held_by_vllm(cfg, max_model_len: int, seq: int) -> int:
     return held
 
 
-def check(name: str, profile, tp: int) -> list[str]:
+def check(name: str, profile, tp: int, kv: str = "auto") -> list[str]:
     target, raw = engine.resolve(name)
     facts = load(target)
     if engine.refusals(facts, raw, profile, tp):
         return []
-    ours = engine.layout_for(facts, raw, profile, tp)
+    ours = engine.layout_for(facts, raw, profile, tp, kv)
     if not ours.groups:
         return []
     limit = facts.max_positions or max(SEQS)
-    specs, _, _ = aligned_specs(facts, text_config(raw), profile, tp)
+    specs, _, _ = aligned_specs(facts, text_config(raw), profile, tp, kv)
     vc = NS(scheduler_config=NS(disable_hybrid_kv_cache_manager=False, max_num_batched_tokens=2048),
             cache_config=NS(num_gpu_blocks_override=None, mamba_cache_mode="none"),
             model_config=NS(max_model_len=limit),
             parallel_config=NS(decode_context_parallel_size=1, prefill_context_parallel_size=1))
-    groups = get_kv_cache_groups(vc, {f"layer.{i}": vllm_spec(s, limit) for i, s in enumerate(specs)})
+    groups = get_kv_cache_groups(vc, {f"layer.{i}": vllm_spec(s, limit, kv) for i, s in enumerate(specs)})
     cfg = get_kv_cache_config_from_groups(vc, groups, MEMORY)
     diffs = []
     theirs = sorted((g.kv_cache_spec.block_size, g.kv_cache_spec.page_size_bytes) for g in groups)
@@ -107,7 +107,7 @@ def check(name: str, profile, tp: int) -> list[str]:
         want = ours.held_blocks(seq)
         if got != want:
             diffs.append(f"{seq} tokens: vLLM holds {got} blocks, kvreport {want}")
-    return [f"{name} TP {tp}: {d}" for d in diffs]
+    return [f"{name} TP {tp} {kv}: {d}" for d in diffs]
 
 
 def main() -> int:
@@ -119,13 +119,14 @@ def main() -> int:
     failures, checked = [], 0
     for name in args.models or builtin_names():
         for tp in (1, 2, 4, 8):
-            found = check(name, profile, tp)
-            print(f"{name} TP {tp}: {'ok' if not found else 'DIFFERS'}", flush=True)
-            failures += found
-            checked += 1
+            for kv in ("auto", "fp8"):
+                found = check(name, profile, tp, kv)
+                print(f"{name} TP {tp} {kv}: {'ok' if not found else 'DIFFERS'}", flush=True)
+                failures += found
+                checked += 1
     for line in failures:
         print(line)
-    print(f"vllm=={release}: {checked} model x TP cases, {len(failures)} difference(s)")
+    print(f"vllm=={release}: {checked} model x TP x KV dtype cases, {len(failures)} difference(s)")
     return 1 if failures else 0
 
 
