@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from kvreport.analysis.site import PageSpec, Table
 import kvreport.runner.core.model_facts as mf
+from kvreport.runner.core import engine
 
 PAGE = PageSpec(slug="models", title="Models", order=5)
 SEQS = (4096, 32768, 131072)
@@ -14,6 +15,7 @@ ANSWER_SEQ = 131072
 FITS_SEQ = 32768
 FITS_COLUMNS = ((24, 1), (80, 1), (141, 1), (192, 1), (80, 8), (141, 8))  # (GPU GB, TP)
 DTYPES = ("bfloat16", "float32")
+ENGINE_COLUMNS = (("rtx3090", 1), ("h100", 1), ("h200", 1), ("h100", 8), ("h200", 8))  # (GPU, TP)
 KIND_LABELS = {"mla_latent": "MLA", "mla_per_head": "MLA per head", "linear_state": "linear", "mamba_state": "Mamba",
                "none": "no cache"}
 
@@ -142,6 +144,27 @@ class ModelsPage:
     measured_table: Table | None  # where a run measured a catalogue model's cache
     unsupported_table: Table | None
     vllm_rules: str
+    engine_profile: str
+    engine_fits_table: Table
+    engine_refusals_table: Table | None
+
+
+def engine_rows(models: list, profile=engine.DEFAULT_PROFILE) -> tuple[list[dict], list[dict]]:
+    """Requests of FITS_SEQ tokens the profile's KV pool holds at once per GPU and TP size (capped at its
+    max_num_seqs), and what that release refuses (architecture, TP size), one row per reason."""
+    rows, refused = [], []
+    for f in models:
+        target, raw = engine.resolve(f.name)
+        row = {"model": f.name}
+        for gpu, tp in ENGINE_COLUMNS:
+            cell = engine.fits(f, raw, profile, engine.gpu_bytes(gpu), [FITS_SEQ], tp, gpu_name=gpu)
+            got = cell["requests"].get(str(FITS_SEQ), {})
+            row[f"{gpu}_{tp}"] = None if cell["refused"] or "past_context" in got else got["requests"]
+            for why in cell["refused"]:
+                if not any(r["model"] == f.name and r["reason"] == why for r in refused):
+                    refused.append({"model": f.name, "gpu": gpu, "tp": tp, "reason": why})
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["model"]), refused
 
 
 def context(q, site) -> ModelsPage:
@@ -165,8 +188,17 @@ def context(q, site) -> ModelsPage:
     fits_columns_spec = [(f"fits_{gb}_{tp}", f"{gb} GB" if tp == 1 else f"{tp} × {gb} GB", "int")
                          for gb, tp in FITS_COLUMNS]
     kind_columns_spec = [(k, k.replace("_", " "), "bytes") for k in kind_names]
+    engine_fits, engine_refused = engine_rows(models)
     return ModelsPage(
         answer=answer, mla=mla, measured=measured, vllm_rules=mf.VLLM_RULES,
+        engine_profile=engine.DEFAULT_PROFILE.name,
+        engine_fits_table=Table("models-engine-fits", engine_fits, [("model", "model", "text")] + [
+            (f"{gpu}_{tp}", f"{gpu}" if tp == 1 else f"{tp} × {gpu}", "int") for gpu, tp in ENGINE_COLUMNS],
+            caption=f"Requests of 32,768 tokens {engine.DEFAULT_PROFILE.name} would hold at once (bfloat16 KV cache, "
+                    "weights as stored, analytic upper bound)"),
+        engine_refusals_table=None if not engine_refused else Table("models-engine-refused", engine_refused, [
+            ("model", "model", "text"), ("gpu", "GPU", "text"), ("tp", "TP", "int"), ("reason", "refused because", "text")],
+            caption=f"Configurations {engine.DEFAULT_PROFILE.name} refuses"),
         cost_tables=[(dtype, cost_table(dtype, rows)) for dtype, rows in costs.items()],
         fits_table=Table("models-fits", fits, [("model", "model", "text")] + fits_columns_spec,
             caption="Requests of 32,768 tokens whose cache fits beside the weights, per GPU (bfloat16, engine view, analytic)"),

@@ -1,0 +1,66 @@
+"""Names as people know them: a catalogue name, a Hugging Face repo id a catalogue entry covers, or a path.
+
+Each catalogue entry (runner/core/catalogue/<name>.json) may list `hf_repos`, the repo ids whose config.json
+has that entry's architecture (instruct, base and quantized repos). `resolve` maps a repo id to its entry
+before model_facts.load sees it, and hands back the raw config the engine rules read (quantization_config,
+architectures, head counts), which ModelFacts does not keep.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from ..builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
+from ..model_facts import CATALOGUE
+
+
+@lru_cache(maxsize=1)
+def aliases() -> dict[str, str]:
+    """Lower-cased Hugging Face repo id -> catalogue name, from every entry's `hf_repos`."""
+    table: dict[str, str] = {}
+    for path in sorted(CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # model_facts.load reports a broken entry when it is asked for
+        repos = entry.get("hf_repos") if isinstance(entry, dict) else None
+        for repo in repos if isinstance(repos, list) else []:
+            if isinstance(repo, str):
+                table.setdefault(repo.lower(), path.stem)
+    return table
+
+
+def catalogue_name_for(name: str) -> str | None:
+    """The catalogue entry a repo id (e.g. meta-llama/Llama-3.1-8B-Instruct) belongs to, or None."""
+    return aliases().get(name.strip().lower())
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # model_facts.load names what is wrong with it
+
+
+def resolve(name: str) -> tuple[str, dict | None]:
+    """(what to pass to model_facts.load, the raw config.json dict or None where there is none to read)."""
+    entry_path = CATALOGUE / f"{name}.json"
+    if "/" not in name and entry_path.is_file():
+        entry = _json(entry_path)
+        return name, entry.get("config") if isinstance(entry, dict) else None
+    path = Path(name)
+    if path.is_dir() and (path / "config.json").is_file():
+        raw = _json(path / "config.json")
+        return name, raw if isinstance(raw, dict) else None
+    if path.is_file():
+        raw = _json(path)
+        return name, raw if isinstance(raw, dict) else None
+    alias = catalogue_name_for(name)
+    if alias is not None:
+        return resolve(alias)
+    legacy = {**BUILTIN, **TEST_MODELS}.get(name)  # hand-written hyperparameters, read as model_facts.load does
+    if legacy is not None:
+        cls, kwargs = legacy
+        return name, {"model_type": LEGACY_MODEL_TYPES[cls], **kwargs}
+    return name, None
