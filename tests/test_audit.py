@@ -217,7 +217,8 @@ def test_leakage_index_and_ttl_sweep_known_answer(tmp_path):
     assert ttl[60.0]["capacity_multiplier"] == pytest.approx(4000 / 1660)
     assert ttl[300.0]["freed_share"] == pytest.approx(s["leakage_index"])
     assert ttl[None]["capacity_multiplier"] == 1
-    assert "assumed" in ttl[None]["memory_source"]  # no measured memory figure in a fresh DB
+    # set against the default --gpu's whole memory, whatever the DB holds
+    assert ttl[None]["memory_bytes"] == 80e9 and "H100 80GB" in ttl[None]["memory_source"]
     s2, _ = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=1000, db_name="b.duckdb")
     assert s2["leakage_index"] == pytest.approx(750 * 2000 / 4000 / 1000)  # only C's disconnect remains
 

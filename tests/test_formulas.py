@@ -203,6 +203,7 @@ def test_shape_for_targets(target, bpt, max_seq, shape):
     ({"index0": "32K", "index1": "32K", "index2": "1024K", "index3": "36864K"}, 36864 << 10),
     ({"index0": "48K", "index3": "32M"}, 32 << 20),
     ({}, 32 << 20),                       # nothing readable: assume a 32 MiB LLC
+    ({"index3": "491520K"}, 64 << 20),    # a VM reporting its host's 480 MiB: capped (probes.CPU_LLC_CAP)
 ])
 def test_last_level_cache_is_the_largest_cpu_cache(tmp_path, sizes, expected):
     for name, text in sizes.items():

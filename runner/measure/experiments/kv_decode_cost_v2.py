@@ -27,7 +27,7 @@ from . import Result, RunContext
 from ...core.kv_formula import kv_shape
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
-from ..probes import FLUSH_FACTOR, cuda_free_bytes, last_level_cache_bytes
+from ..probes import FLUSH_FACTOR, cuda_free_bytes
 from ..timing import gbs, time_fn
 
 NAME = "kv_decode_cost_v2"
@@ -70,7 +70,7 @@ def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_byte
         "bandwidth_floor_ms": (bytes_read + dec.growth_bytes) / roof["roof_gbs"] / 1e6,
         "overhead_ms": host.median_ms - t.median_ms if ctx.is_cuda else None,
         "restore_method": dec.restore_method, "roof_basis": "same-size read roof",
-        "dram_sized": bytes_read >= FLUSH_FACTOR * last_level_cache_bytes(ctx.device),
+        "dram_sized": bytes_read >= FLUSH_FACTOR * ctx.llc,
     }
 
 
