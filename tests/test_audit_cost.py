@@ -393,3 +393,19 @@ def test_gpu_memory_from_its_name(gpu, gb):
 def test_a_gpu_without_a_known_size_is_a_user_error(gpu):
     with pytest.raises(UserError, match="--gpu"):
         gpu_memory(gpu)
+
+
+def test_model_defaults_and_hints(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0)])
+    said: list[str] = []
+    s = execute([log], db=tmp_path / "a.duckdb", echo=said.append)
+    # no --model: a stand-in, said once, with how to name one
+    assert [line for line in said if "--model" in line] == [said[0]] and "--kv-bytes-per-token" in said[0]
+    assert s["kv_bytes_per_token"] == 36_864 and s["model"] == "gpt2"
+    with pytest.raises(UserError, match="API models such as gpt-4o.*--kv-bytes-per-token"):
+        execute([log], db=tmp_path / "b.duckdb", model="gpt-4o", echo=lambda *_: None)
+    s = execute([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072, echo=lambda *_: None)
+    assert s["kv_bytes_per_token"] == 131_072 and s["kv_bytes_source"] == "given"
+    for bad in (dict(kv_bytes_per_token=0.0), dict(kv_bytes_per_token=1e3, model="gpt2")):
+        with pytest.raises(UserError, match="--kv-bytes-per-token"):
+            execute([log], db=tmp_path / "d.duckdb", echo=lambda *_: None, **bad)

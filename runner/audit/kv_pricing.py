@@ -24,7 +24,7 @@ PRICING_DTYPE = "bfloat16"  # serving precision: the audit prices 16-bit caches
 @dataclass(frozen=True)
 class Pricing:
     bytes_per_token: float
-    source: str   # 'measured' | 'formula'
+    source: str   # 'measured' | 'formula' | 'given'
     detail: str
     # (bytes per token that stop growing at cap, cap in tokens), one per distinct cap; and the constant states
     capped: tuple[tuple[float, int], ...] = ()
@@ -88,15 +88,28 @@ def measured(con, model: str) -> Pricing | None:
                    f"({dtype}, {seq}-token prefill)")
 
 
+DEFAULT_MODEL = "gpt2"
+MODEL_HINT = ("--model takes an open model whose cache you would serve this traffic with (a built-in name, see "
+              "`kvreport models`, a config.json or a checkpoint folder): API models such as gpt-4o publish no "
+              "architecture. Or give the cache size itself with --kv-bytes-per-token N")
+
+
+def given(bytes_per_token: float) -> Pricing:
+    """A flat bytes/token figure the user gave (--kv-bytes-per-token), priced as given."""
+    return Pricing(float(bytes_per_token), "given",
+                   f"given with --kv-bytes-per-token: {bytes_per_token:,.0f} B/token, priced as given")
+
+
 def kv_pricing(model: str, con=None) -> Pricing:
     """A straight-line model: its measured bytes/token when the DB has one, else the formula. A model with caps
-    or constant states: the formula's curve, since one bytes/token figure cannot price every length."""
+    or constant states: the formula's curve, since one bytes/token figure cannot price every length.
+    A name that is neither a model nor measured in the DB: a UserError with MODEL_HINT."""
     try:
         facts = load(model)
-    except ModelFactsError:
+    except ModelFactsError as exc:
         found = measured(con, model)  # a model measured earlier whose config is not at hand
         if found is None:
-            raise
+            raise UserError(f"{exc}. {MODEL_HINT}") from None
         return found
     curve = formula(model, facts)
     if curve.capped or curve.constant_bytes:
