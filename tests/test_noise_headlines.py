@@ -63,3 +63,26 @@ def test_compaction_with_a_wide_spread_is_too_noisy_to_say(con):
     rows = {r["run_id"]: r["finding"] for r in Queries(con)("headline_compaction")}
     assert "too noisy to say (batched 1.5 GB/s = 15% of the same-size copy roof" in rows[1]
     assert "too noisy" not in rows[2] and "batched 1.5 GB/s = 15% of the same-size copy roof" in rows[2]
+
+
+def _compare(con, metric_start):
+    return {(r["run_id"], r["metric"]): r["value"] for r in Queries(con)("compare_compaction")
+            if r["metric"].startswith(metric_start)}
+
+
+def test_compare_reads_the_headline_figure_and_never_a_flagged_best(con):
+    # run 1: the largest workload is noisy, a small one reads 99.7% of its roof; run 2: clean everywhere,
+    # with a naive row above its roof (a measurement error: never the "best").
+    for run_id, wide in ((1, True), (2, False)):
+        for moved, pct in ((2 << 20, 0.997), (144 << 20, 0.151)):
+            _compact(con, run_id, moved, "naive", 1.0, 0.1, False)
+            _compact(con, run_id, moved, "batched", 10 * pct, pct, wide and moved > 2 << 20)
+    con.execute("UPDATE kv_compact_v2 SET gbs = 4.09, over_roof = true WHERE run_id = 2 AND method = 'naive' "
+                "AND bytes_moved = 2 << 20")
+    at_largest = _compare(con, "compaction batched, % of same-size copy roof at the largest workload")
+    headline = {r["run_id"]: r["value"] for r in Queries(con)("headline_compaction")}
+    assert (1, "compaction batched, % of same-size copy roof at the largest workload") not in at_largest
+    assert at_largest[2, "compaction batched, % of same-size copy roof at the largest workload"] == \
+        pytest.approx(headline[2]) == pytest.approx(15.1)
+    best = _compare(con, "compaction naive, best bandwidth")
+    assert best[2, "compaction naive, best bandwidth"] == 1.0  # not the flagged 4.09

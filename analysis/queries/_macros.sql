@@ -150,3 +150,9 @@ CREATE OR REPLACE TEMP MACRO interference_per_run() AS TABLE
          max(decode_in_both_ms) AS decode_in_both_ms, max(compact_in_both_ms) AS compact_in_both_ms,
          max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost
   FROM kv_interference_v3 GROUP BY run_id;
+
+-- compaction_at_largest(): every kv_compact_v2 row at its run's largest workload (most bytes moved), the one
+-- size whose "% of the same-size copy roof" the compaction headline and the Compare page both report.
+CREATE OR REPLACE TEMP MACRO compaction_at_largest() AS TABLE
+  SELECT c.* FROM kv_compact_v2 c
+  WHERE c.bytes_moved = (SELECT max(x.bytes_moved) FROM kv_compact_v2 x WHERE x.run_id = c.run_id);

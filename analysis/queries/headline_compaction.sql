@@ -6,7 +6,7 @@ WITH c AS (SELECT * FROM kv_compact_v2),
 ends AS (SELECT run_id, max(bytes_moved) AS big, min(bytes_moved) AS small FROM c GROUP BY run_id),
 best AS (  -- per run, at the largest size: triton if it ran, else batched
   SELECT c.run_id, arg_min(c.method, CASE c.method WHEN 'triton' THEN 0 ELSE 1 END) AS method
-  FROM c JOIN ends e ON e.run_id = c.run_id AND c.bytes_moved = e.big
+  FROM compaction_at_largest() c
   WHERE c.method IN ('triton', 'batched') GROUP BY c.run_id
 )
 SELECT e.run_id,
@@ -30,8 +30,8 @@ SELECT e.run_id,
 FROM ends e JOIN runs r USING (run_id)
 JOIN best USING (run_id)
 LEFT JOIN device_ceilings dc ON dc.run_id = e.run_id
-JOIN c bb ON bb.run_id = e.run_id AND bb.bytes_moved = e.big AND bb.method = best.method
-JOIN c nb ON nb.run_id = e.run_id AND nb.bytes_moved = e.big AND nb.method = 'naive'
+JOIN compaction_at_largest() bb ON bb.run_id = e.run_id AND bb.method = best.method
+JOIN compaction_at_largest() nb ON nb.run_id = e.run_id AND nb.method = 'naive'
 JOIN c bs ON bs.run_id = e.run_id AND bs.bytes_moved = e.small AND bs.method = 'batched'
 JOIN c ns ON ns.run_id = e.run_id AND ns.bytes_moved = e.small AND ns.method = 'naive'
 ORDER BY e.run_id;
