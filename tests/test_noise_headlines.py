@@ -86,3 +86,14 @@ def test_compare_reads_the_headline_figure_and_never_a_flagged_best(con):
         pytest.approx(headline[2]) == pytest.approx(15.1)
     best = _compare(con, "compaction naive, best bandwidth")
     assert best[2, "compaction naive, best bandwidth"] == 1.0  # not the flagged 4.09
+
+
+def test_pressure_headline_number_is_the_requests_admitted(con):
+    con.execute("UPDATE runs SET device_kind = 'cpu'")
+    con.execute("INSERT INTO kv_capacity_v3 (run_id, seq_len, bytes_per_request, capacity_tokens, max_concurrency, "
+                "max_requests_measured, ceiling_bytes, ceiling_fraction, stop_reason) "
+                "VALUES (1, 512, 37748736, 13107, 25.6, 1, 966367641, 0.9, 'time')")
+    (row,) = Queries(con)("headline_pressure")
+    assert row["value"] == 1 and row["unit"] == "requests admitted"
+    assert "1 request of 512 tokens admitted before the time budget" in row["finding"]
+    assert "rule (not a measurement)" in row["finding"] and "25.6 requests" in row["finding"]
