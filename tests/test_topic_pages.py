@@ -46,7 +46,7 @@ def test_pages_on_cpu_db(cpu_site):
     _, site = cpu_site
     frag = Doc((site / "fragmentation.html").read_text())
     assert "fragmentation-skipped" in element_ids(frag)
-    assert "skipped because needs the CUDA caching allocator" in page_text((site / "fragmentation.html").read_text())
+    assert "skipped: needs the CUDA caching allocator" in page_text((site / "fragmentation.html").read_text())
     assert not any(i.startswith("fragmentation-memory-run") for i in element_ids(frag))
 
     decode = Doc((site / "decode.html").read_text())
