@@ -261,3 +261,14 @@ def test_decoder_byte_counts_on_a_real_cache():
     assert static.buffer_bytes == 2 * 23 * per_token  # sized to exactly prefix + steps
     assert eager.kv_read_bytes() == sum(2 * (20 + i) * per_token for i in (1, 2, 3))
     assert static.kv_read_bytes() == 3 * 2 * 23 * per_token
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"url": "https://github.com/x/kvreport", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}', "abc123"),
+    ('{"url": "file:///src/kvreport", "dir_info": {}}', None),   # `pip install .`: pip records no commit
+    (None, None), ("not json", None),
+])
+def test_installed_commit_from_pip_metadata(text, expected):
+    from kvreport.runner.measure.environment import installed_commit
+
+    assert installed_commit(lambda: text) == expected
