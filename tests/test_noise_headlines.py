@@ -97,3 +97,10 @@ def test_pressure_headline_number_is_the_requests_admitted(con):
     assert row["value"] == 1 and row["unit"] == "requests admitted"
     assert "1 request of 512 tokens admitted before the time budget" in row["finding"]
     assert "rule (not a measurement)" in row["finding"] and "25.6 requests" in row["finding"]
+
+
+def test_pressure_engine_line_of_a_length_with_no_request_admitted(con):
+    con.execute("INSERT INTO kv_capacity_v3 (run_id, seq_len, max_requests_measured, stop_reason) "
+                "VALUES (1, 128, 0, 'time')")
+    (row,) = Queries(con)("pressure_capacity")
+    assert row["engine_line"] == "no 128-token request admitted before the time budget: no capacity to compute"
