@@ -104,3 +104,11 @@ def test_pressure_engine_line_of_a_length_with_no_request_admitted(con):
                 "VALUES (1, 128, 0, 'time')")
     (row,) = Queries(con)("pressure_capacity")
     assert row["engine_line"] == "no 128-token request admitted before the time budget: no capacity to compute"
+
+
+def test_decode_costing_more_than_the_batch_explains_is_too_noisy(con):
+    for batch, ms in ((1, 1715.0), (2, 6749.0)):  # 3.9x for twice the work
+        _decode(con, 1, batch, ms, prefix=32)
+    (row,) = Queries(con)("headline_decode")
+    assert "too noisy to say" in row["finding"] and "cost 3.9x batch 1 (1715.00 ms)" in row["finding"]
+    assert "compute-bound" not in row["finding"]

@@ -95,18 +95,24 @@ scaling AS (  -- step time at the largest batch over batch 1, at the smallest pr
     AND bn.batch_size = (SELECT max(batch_size) FROM d x WHERE x.run_id = b1.run_id)
     AND b1.prefix_len = (SELECT min(prefix_len) FROM d x WHERE x.run_id = b1.run_id AND x.batch_size = 1)
 ),
--- A larger batch does at least the work of a smaller one: a step that ran clearly faster at a larger batch
--- (same prefix; more than 10% and below the smaller batch's lower quartile, so a flat launch-bound step's
--- jitter is not one) says the timings are noise, and no bound is read from them (`first_inversion`).
+-- A larger batch does at least the work of a smaller one, and at most that work times the batch ratio: a
+-- step that ran clearly faster at a larger batch (same prefix; more than 10% and below the smaller batch's
+-- lower quartile, so a flat launch-bound step's jitter is not one), or that cost more than 1.25x the batch
+-- ratio, says the timings are noise, and no bound is read from them (`first_inversion` names the pair).
 inversions AS (
-  SELECT run_id, arg_min(printf('batch %d (%.2f ms) ran faster than batch %d (%.2f ms) at prefix %d',
-                                batch_size, step_ms, prev_batch, prev_ms, prefix_len), batch_size) AS first_inversion
+  SELECT run_id, arg_min(CASE WHEN step_ms < prev_ms
+                              THEN printf('batch %d (%.2f ms) ran faster than batch %d (%.2f ms) at prefix %d',
+                                          batch_size, step_ms, prev_batch, prev_ms, prefix_len)
+                              ELSE printf('batch %d (%.2f ms) cost %.1fx batch %d (%.2f ms) at prefix %d, more than the %.0fx more work',
+                                          batch_size, step_ms, step_ms / prev_ms, prev_batch, prev_ms, prefix_len,
+                                          batch_size / prev_batch) END, batch_size) AS first_inversion
   FROM (SELECT run_id, prefix_len, batch_size, step_ms,
                lag(step_ms) OVER (PARTITION BY run_id, prefix_len ORDER BY batch_size) AS prev_ms,
                lag(batch_size) OVER (PARTITION BY run_id, prefix_len ORDER BY batch_size) AS prev_batch,
                lag(p25_ms) OVER (PARTITION BY run_id, prefix_len ORDER BY batch_size) AS prev_p25_ms
         FROM d)
-  WHERE step_ms < 0.9 * prev_ms AND step_ms < prev_p25_ms GROUP BY run_id
+  WHERE (step_ms < 0.9 * prev_ms AND step_ms < prev_p25_ms) OR step_ms > 1.25 * prev_ms * batch_size / prev_batch
+  GROUP BY run_id
 )
 SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.min_prefix, p.max_prefix,
        p.min_step_ms, p.max_step_ms, p.variation, p.n_in_64_512, p.variation_64_512, p.step_ms_at_min_prefix,
