@@ -112,3 +112,12 @@ def test_decode_costing_more_than_the_batch_explains_is_too_noisy(con):
     (row,) = Queries(con)("headline_decode")
     assert "too noisy to say" in row["finding"] and "cost 3.9x batch 1 (1715.00 ms)" in row["finding"]
     assert "compute-bound" not in row["finding"]
+
+
+def test_audit_headline_names_the_dtype_its_price_scales_to(con):
+    con.execute("INSERT INTO audits (audit_id, run_id, n_calls, kv_bytes_per_token, kv_bytes_source, overall_pcer, "
+                "leakage_index) VALUES ('run-1-demo', 1, 193, 36864, 'measured', 0.4, 0.9), "
+                "('audit-1', NULL, 3, 131072, 'given', 0.6, 0.5)")
+    rows = {r["run_id"]: r["finding"] for r in Queries(con)("headline_audit") if "priced at" in r["finding"]}
+    assert "priced at 36,864 B/token (16-bit KV, measured)" in rows[1]
+    assert "priced at 131,072 B/token (given with --kv-bytes-per-token)" in rows[None]
