@@ -87,8 +87,10 @@ def answer(found: list[dict], n_compared: int, runs: list[dict], n_compared_runs
     if not repeated:
         return {"run_id": None, "value": 0, "unit": "configurations run twice",
                 "finding": f"No model, dtype and device was measured twice, so no change can be called a "
-                           f"{Change.REGRESSION}; the {n_compared_runs} runs differ by what their labels below name "
-                           "and are set side by side on normalised metrics only."}
+                           f"{Change.REGRESSION}; "
+                           + ("the one run is shown on normalised metrics only." if n_compared_runs == 1 else
+                              f"the {n_compared_runs} runs differ by what their labels below name and are set side "
+                              "by side on normalised metrics only.")}
     kinds = {v: sum(c["verdict"] == v for c in found) for v in (Change.REGRESSION, Change.IMPROVEMENT,
                                                                Change.WITHIN_NOISE)}
     return {"run_id": None, "value": len(found), "unit": f"of {n_compared} metrics changed",

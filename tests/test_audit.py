@@ -217,7 +217,8 @@ def test_leakage_index_and_ttl_sweep_known_answer(tmp_path):
     assert ttl[60.0]["capacity_multiplier"] == pytest.approx(4000 / 1660)
     assert ttl[300.0]["freed_share"] == pytest.approx(s["leakage_index"])
     assert ttl[None]["capacity_multiplier"] == 1
-    assert "assumed" in ttl[None]["memory_source"]  # no measured memory figure in a fresh DB
+    # set against the default --gpu's whole memory, whatever the DB holds
+    assert ttl[None]["memory_bytes"] == 80e9 and "H100 80GB" in ttl[None]["memory_source"]
     s2, _ = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=1000, db_name="b.duckdb")
     assert s2["leakage_index"] == pytest.approx(750 * 2000 / 4000 / 1000)  # only C's disconnect remains
 
@@ -264,10 +265,15 @@ def test_measured_bytes_per_token_preferred(tmp_path):
     from kvreport.runner.commands.run import execute as run
 
     db = tmp_path / "k.duckdb"
-    run("tiny-gpt2", "cpu", "auto", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])
+    # A float32 run's 1,024 B/token (2x2x4x16x4) is twice what the audit prices (16-bit): it is not used.
+    run("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])
+    s, con = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
+    con.close()
+    assert s["kv_bytes_source"] == "formula" and s["kv_bytes_per_token"] == 512
+    run("tiny-gpt2", "cpu", "bfloat16", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])
     s, _ = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
-    assert s["kv_bytes_source"] == "measured" and s["kv_bytes_per_token"] == 1024  # 2x2x4x16x4 at fp32
-    assert "run 1" in s["kv_bytes_detail"]
+    assert s["kv_bytes_source"] == "measured" and s["kv_bytes_per_token"] == 512
+    assert "run 2" in s["kv_bytes_detail"] and "bfloat16" in s["kv_bytes_detail"]
 
 
 def test_unknown_model_is_a_clear_error(tmp_path, capsys):

@@ -7,11 +7,13 @@ million tokens) or the override file's rates; the audit must reproduce it to the
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from kvreport.runner.audit.kv_pricing import gpu_memory
 from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
 
@@ -368,3 +370,56 @@ def test_calls_differing_only_in_request_model_get_their_own_rates(tmp_path):
     # 1000 x $1 per million (override) and 1000 x $2.50 per million (genai-prices' gpt-4o), each call once
     assert [c["cost_usd"] for c in _calls(con)] == [pytest.approx(0.001), pytest.approx(0.0025)]
     assert s["cost_usd"] == pytest.approx(0.0035) and s["priced_calls"] == 2
+
+
+def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path):
+    # The fixture DB holds float32 CPU runs of tiny-gpt2 (a measured 1,024 B/token, twice the 16-bit figure)
+    # with their free host memory (kv_capacity_v3): neither may change what this audit's KV and idle memory cost.
+    log = _write(tmp_path / "openai.jsonl", [
+        _openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
+        _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0),
+    ])
+    crowded = tmp_path / "crowded.duckdb"
+    shutil.copy(Path(__file__).parent / "fixtures" / "site" / "kvreport.duckdb", crowded)
+    figures = []
+    for db in (tmp_path / "fresh.duckdb", crowded):
+        s = execute([log], db=db, model="tiny-gpt2", gpu_hour_price=2.5, echo=lambda *_: None)
+        con = duckdb.connect(str(db), read_only=True)
+        ttl = con.execute("SELECT ttl_s, held_byte_seconds, active_sessions_fit, freed_cost_usd, memory_bytes, "
+                          "memory_source FROM token_ttl_sweep WHERE audit_id = ? ORDER BY ttl_s NULLS FIRST",
+                          [s["audit_id"]]).fetchall()
+        con.close()
+        figures.append(({k: s[k] for k in ("kv_bytes_per_token", "kv_bytes_source", "idle_kv_byte_seconds",
+                                           "memory_bytes", "memory_source", "idle_gpu_hours", "idle_cost_usd")}, ttl))
+    assert figures[0] == figures[1]
+    summary = figures[0][0]
+    assert summary["kv_bytes_per_token"] == 512 and summary["memory_bytes"] == 80e9  # 16-bit; default --gpu
+    assert "H100 80GB" in summary["memory_source"]
+
+
+@pytest.mark.parametrize("gpu, gb", [("H100 80GB", 80), ("H200", 141), ("NVIDIA H100", 80), ("A100 40GB", 40),
+                                     ("48GB", 48), ("rtx 4090 24 GB", 24)])
+def test_gpu_memory_from_its_name(gpu, gb):
+    assert gpu_memory(gpu).bytes == gb * 1e9
+
+
+@pytest.mark.parametrize("gpu", ["A100", "H1000", "0GB", ""])
+def test_a_gpu_without_a_known_size_is_a_user_error(gpu):
+    with pytest.raises(UserError, match="--gpu"):
+        gpu_memory(gpu)
+
+
+def test_model_defaults_and_hints(tmp_path):
+    log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0)])
+    said: list[str] = []
+    s = execute([log], db=tmp_path / "a.duckdb", echo=said.append)
+    # no --model: a stand-in, said once, with how to name one
+    assert [line for line in said if "--model" in line] == [said[0]] and "--kv-bytes-per-token" in said[0]
+    assert s["kv_bytes_per_token"] == 36_864 and s["model"] == "gpt2"
+    with pytest.raises(UserError, match="API models such as gpt-4o.*--kv-bytes-per-token"):
+        execute([log], db=tmp_path / "b.duckdb", model="gpt-4o", echo=lambda *_: None)
+    s = execute([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072, echo=lambda *_: None)
+    assert s["kv_bytes_per_token"] == 131_072 and s["kv_bytes_source"] == "given"
+    for bad in (dict(kv_bytes_per_token=0.0), dict(kv_bytes_per_token=1e3, model="gpt2")):
+        with pytest.raises(UserError, match="--kv-bytes-per-token"):
+            execute([log], db=tmp_path / "d.duckdb", echo=lambda *_: None, **bad)

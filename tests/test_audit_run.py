@@ -90,6 +90,11 @@ def test_prefix_reuse_detects_a_wrong_reuse():
         wrong, _ = forward_with_cache(m, ids[:, 16:], bad)
     assert logits_agree(ref, ok, torch.float32)[1]
     assert not logits_agree(ref, wrong, torch.float32)[1]
+    # The experiment's prefills keep the last position's logits only (as a serving prefill does), the same ones.
+    from kvreport.runner.measure.experiments.prefix_reuse import _prefill
+    with torch.no_grad():
+        last, _ = _prefill(m, ids)
+    assert last.shape[1] == 1 and logits_agree(ref, last, torch.float32)[1]
 
 
 def test_audit_page_escapes_session_ids(site):

@@ -286,3 +286,22 @@ def test_the_command_line_is_stored_shell_quoted(monkeypatch):
     monkeypatch.setattr(_sys, "argv", ["kvreport", "run", "--label", "reference: CPU, 2 cores"])
     line = collect(torch.device("cpu"))["command_line"]
     assert shlex.split(line) == ["kvreport", "run", "--label", "reference: CPU, 2 cores"]
+
+
+def test_findings_label_a_standalone_audit_as_an_audit(tmp_path):
+    """A standalone audit's headline belongs to no run: it is labelled "audit", not "all runs"."""
+    from kvreport.runner.commands.audit import execute
+
+    db = tmp_path / "a.duckdb"
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"session_id": "a", "timestamp": "2025-06-02T00:00:00Z", "request": {"model": "gpt-4o"}, '
+                   '"response": {"object": "chat.completion", "model": "gpt-4o", "usage": {"prompt_tokens": 10, '
+                   '"completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}}}}\n'
+                   '{"session_id": "b", "timestamp": "2025-06-02T01:00:00Z", "request": {"model": "gpt-4o"}, '
+                   '"response": {"object": "chat.completion", "model": "gpt-4o", "usage": {"prompt_tokens": 10, '
+                   '"completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}}}}\n')
+    execute([log], db=db, echo=lambda *_: None)
+    r = kvreport("findings", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    audit_lines = [line for line in r.stdout.splitlines() if "Traffic audit of" in line]
+    assert audit_lines and all(line.startswith("audit ") for line in audit_lines)

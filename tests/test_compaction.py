@@ -13,6 +13,7 @@ from kvreport.runner.core.kv_formula import kv_shape
 from kvreport.runner.measure import compaction as kc
 from kvreport.runner.measure.experiments import kv_compact_v2
 
+from kvreport.runner.measure.probes import MIB
 from measure_helpers import CPU, ctx_for
 
 
@@ -52,6 +53,7 @@ def test_workload_shapes():
 
 def test_compaction_run_rows():
     ctx = ctx_for("tiny-llama-gqa", copy_roof_gbs=10.0, peak_gbs=None)
+    ctx.llc_bytes = 16 * MIB  # not the host's cache: the DRAM-sized point below must not depend on it
     result = kv_compact_v2.run(ctx)
     rows = result.tables["kv_compact_v2"]
     # On the CPU the Triton methods are skipped with their reason, in every row and in the summary.
@@ -73,7 +75,7 @@ def test_compaction_run_rows():
         assert r["p25_ms"] <= r["time_ms"] <= r["p75_ms"]
         assert r["host_ms"] == r["time_ms"] and r["dispatch_hidden"] is None  # the CPU: one clock
         assert r["launches"] == (2 * shape.n_layers if r["method"] == "naive" else 1)
-        assert r["dram_sized"] == (r["bytes_moved"] >= 4 * r["llc_bytes"])
+        assert r["llc_bytes"] == 16 * MIB and r["dram_sized"] == (r["bytes_moved"] >= 4 * 16 * MIB)
     assert max(r["kv_bytes"] for r in rows) > 10e6 and min(r["kv_bytes"] for r in rows) < 1e6
     assert any(r["dram_sized"] for r in rows)  # the quick run has a DRAM-sized point (>= 4x LLC)
 

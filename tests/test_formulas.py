@@ -203,6 +203,7 @@ def test_shape_for_targets(target, bpt, max_seq, shape):
     ({"index0": "32K", "index1": "32K", "index2": "1024K", "index3": "36864K"}, 36864 << 10),
     ({"index0": "48K", "index3": "32M"}, 32 << 20),
     ({}, 32 << 20),                       # nothing readable: assume a 32 MiB LLC
+    ({"index3": "491520K"}, 64 << 20),    # a VM reporting its host's 480 MiB: capped (probes.CPU_LLC_CAP)
 ])
 def test_last_level_cache_is_the_largest_cpu_cache(tmp_path, sizes, expected):
     for name, text in sizes.items():
@@ -260,3 +261,14 @@ def test_decoder_byte_counts_on_a_real_cache():
     assert static.buffer_bytes == 2 * 23 * per_token  # sized to exactly prefix + steps
     assert eager.kv_read_bytes() == sum(2 * (20 + i) * per_token for i in (1, 2, 3))
     assert static.kv_read_bytes() == 3 * 2 * 23 * per_token
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"url": "https://github.com/x/kvreport", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}', "abc123"),
+    ('{"url": "file:///src/kvreport", "dir_info": {}}', None),   # `pip install .`: pip records no commit
+    (None, None), ("not json", None),
+])
+def test_installed_commit_from_pip_metadata(text, expected):
+    from kvreport.runner.measure.environment import installed_commit
+
+    assert installed_commit(lambda: text) == expected

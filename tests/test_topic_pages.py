@@ -46,7 +46,7 @@ def test_pages_on_cpu_db(cpu_site):
     _, site = cpu_site
     frag = Doc((site / "fragmentation.html").read_text())
     assert "fragmentation-skipped" in element_ids(frag)
-    assert "skipped because needs the CUDA caching allocator" in page_text((site / "fragmentation.html").read_text())
+    assert "skipped: needs the CUDA caching allocator" in page_text((site / "fragmentation.html").read_text())
     assert not any(i.startswith("fragmentation-memory-run") for i in element_ids(frag))
 
     decode = Doc((site / "decode.html").read_text())
@@ -91,8 +91,8 @@ def test_claims_on_cpu_db(cpu_site):
     # Whatever a CPU's step shows against its copy roof, the ledger does not call a GPU claim on it.
     bw = decode["decode_bandwidth_bound"]
     assert bw["verdict"] in ("confirmed", "refuted", "not measured")
-    if bw["verdict"] == "not measured":  # tiny-gpt2's step fits in the cache, or timed above its roof
-        assert "last-level cache" in bw["reasoning"] or "105%" in bw["reasoning"]
+    if bw["verdict"] == "not measured":  # fits in the cache, timed above its roof, or too noisy to say
+        assert any(why in bw["reasoning"] for why in ("last-level cache", "105%", "too noisy to say"))
     ledger = [r for r in ledger_rows(cpu_site[1]) if r["claim_id"] == "decode_bandwidth_bound" and r["run_id"]]
     assert ledger and {r["verdict"] for r in ledger} == {"not yet measured on a GPU"}
     assert {r["data_verdict"] for r in ledger} == {decode["decode_bandwidth_bound"]["verdict"]}

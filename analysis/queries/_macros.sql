@@ -94,17 +94,38 @@ scaling AS (  -- step time at the largest batch over batch 1, at the smallest pr
   WHERE b1.batch_size = 1
     AND bn.batch_size = (SELECT max(batch_size) FROM d x WHERE x.run_id = b1.run_id)
     AND b1.prefix_len = (SELECT min(prefix_len) FROM d x WHERE x.run_id = b1.run_id AND x.batch_size = 1)
+),
+-- A larger batch does at least the work of a smaller one, and at most that work times the batch ratio: a
+-- step that ran clearly faster at a larger batch (same prefix; more than 10% and below the smaller batch's
+-- lower quartile, so a flat launch-bound step's jitter is not one), or that cost more than 1.25x the batch
+-- ratio, says the timings are noise, and no bound is read from them (`first_inversion` names the pair).
+inversions AS (
+  SELECT run_id, arg_min(CASE WHEN step_ms < prev_ms
+                              THEN printf('batch %d (%.2f ms) ran faster than batch %d (%.2f ms) at prefix %d',
+                                          batch_size, step_ms, prev_batch, prev_ms, prefix_len)
+                              ELSE printf('batch %d (%.2f ms) cost %.1fx batch %d (%.2f ms) at prefix %d, more than the %.0fx more work',
+                                          batch_size, step_ms, step_ms / prev_ms, prev_batch, prev_ms, prefix_len,
+                                          batch_size / prev_batch) END, batch_size) AS first_inversion
+  FROM (SELECT run_id, prefix_len, batch_size, step_ms,
+               lag(step_ms) OVER (PARTITION BY run_id, prefix_len ORDER BY batch_size) AS prev_ms,
+               lag(batch_size) OVER (PARTITION BY run_id, prefix_len ORDER BY batch_size) AS prev_batch,
+               lag(p25_ms) OVER (PARTITION BY run_id, prefix_len ORDER BY batch_size) AS prev_p25_ms
+        FROM d)
+  WHERE (step_ms < 0.9 * prev_ms AND step_ms < prev_p25_ms) OR step_ms > 1.25 * prev_ms * batch_size / prev_batch
+  GROUP BY run_id
 )
 SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.min_prefix, p.max_prefix,
        p.min_step_ms, p.max_step_ms, p.variation, p.n_in_64_512, p.variation_64_512, p.step_ms_at_min_prefix,
        p.achieved_gbs, p.pct_of_roof, p.pct_of_peak, p.weights_floor_ms,
        p.step_ms_at_min_prefix / p.weights_floor_ms AS times_weights_floor, s.max_batch, s.batch_scaling,
-       CASE WHEN p.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
+       CASE WHEN p.pct_of_roof > 1.05 OR p.pct_of_roof < 0 OR p.any_wide OR i.first_inversion IS NOT NULL
+              THEN 'too noisy to say'
+            WHEN p.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
             WHEN s.max_batch > 1 AND (s.batch_scaling - 1) / (s.max_batch - 1) >= 0.5 THEN 'compute-bound'
             WHEN s.max_batch > 1 THEN 'launch/overhead-bound'
             ELSE 'not bandwidth-bound' END AS bound,
-       p.any_wide
-FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id);
+       p.any_wide, i.first_inversion
+FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id) LEFT JOIN inversions i USING (run_id);
 
 -- interference_per_run(): kv_interference_v3 pivoted to one row per run (each part alone and both at once,
 -- their bytes, the balance and contention figures). interference_summary.sql derives the sanity bound from
@@ -135,3 +156,9 @@ CREATE OR REPLACE TEMP MACRO interference_per_run() AS TABLE
          max(decode_in_both_ms) AS decode_in_both_ms, max(compact_in_both_ms) AS compact_in_both_ms,
          max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost
   FROM kv_interference_v3 GROUP BY run_id;
+
+-- compaction_at_largest(): every kv_compact_v2 row at its run's largest workload (most bytes moved), the one
+-- size whose "% of the same-size copy roof" the compaction headline and the Compare page both report.
+CREATE OR REPLACE TEMP MACRO compaction_at_largest() AS TABLE
+  SELECT c.* FROM kv_compact_v2 c
+  WHERE c.bytes_moved = (SELECT max(x.bytes_moved) FROM kv_compact_v2 x WHERE x.run_id = c.run_id);

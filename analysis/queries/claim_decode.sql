@@ -74,9 +74,12 @@ claims AS (
                      THEN printf('launch and host overhead %.0f%% of the eager call, ', 100 * host_overhead_share) ELSE '' END,
                 CASE WHEN max_batch > 1 THEN printf('batch %d costs %.2fx batch 1', max_batch, batch_scaling)
                      ELSE 'one batch size only' END),
-         CASE WHEN eager_over_roof OR (pct_of_roof >= 0.5 AND NOT eager_dram_sized) THEN $not_measured
+         CASE WHEN eager_over_roof OR (pct_of_roof >= 0.5 AND NOT eager_dram_sized) OR bound = 'too noisy to say'
+              THEN $not_measured
               WHEN pct_of_roof >= 0.5 THEN $confirmed ELSE $refuted END,
          CASE WHEN eager_over_roof THEN 'the eager step timed above 105% of its same-size read roof: flagged as a measurement error, not evidence'
+              WHEN bound = 'too noisy to say'
+                THEN 'too noisy to say: ' || coalesce(first_inversion, 'the batch-1 timings have a wide spread (interquartile range)') || '; no bound is read from these timings'
               WHEN pct_of_roof >= 0.5 AND NOT eager_dram_sized
                 THEN 'the step''s bytes fit in 4x the last-level cache, so it reads from the cache: near its (equally cache-resident) roof, but that says nothing about DRAM bandwidth'
               WHEN pct_of_roof >= 0.5 THEN 'the eager step moves its bytes near the read roof: bandwidth-bound on this device'

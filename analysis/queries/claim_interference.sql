@@ -35,7 +35,10 @@ claims AS (
                             both_ms / longer_ms, both_ms / (compact_ms + decode_ms),
                             100 * greatest(0, least(1, (compact_ms + decode_ms - both_ms) / least(compact_ms, decode_ms))))
               ELSE format('both''s median is {:.1f}% below compaction alone, within the 5% noise tolerance: perfect overlap at best, not a speed-up', 100 * (1 - both_ms / compact_ms)) END
-         || CASE WHEN violated THEN '' ELSE coalesce(CASE WHEN balanced
+         || CASE WHEN violated THEN '' ELSE coalesce(CASE WHEN balanced AND (compact_bw_lost < 0 OR compact_bw_lost > 1 OR decode_inflation < 0.95)
+                    THEN format('; with the parts balanced ({:.2f}x) the contention figures are too noisy to say (decode inflated {:.2f}x, compaction bandwidth lost {:.0f}%)',
+                                balance_ratio, decode_inflation, 100 * compact_bw_lost)
+                    WHEN balanced
                     THEN format('; with the parts balanced ({:.2f}x, decode as {}), running together inflated the decode part {:.2f}x and cost compaction {:.0f}% of its bandwidth',
                                 balance_ratio, decode_mode, decode_inflation, 100 * compact_bw_lost)
                     ELSE format('; the parts were not balanced ({:.2f}x, outside 0.5-2x), so this run cannot show contention', balance_ratio) END, '') END

@@ -17,6 +17,7 @@ b1 AS (
          coalesce(arg_min(over_roof, prefix_len), false) AS over_roof, coalesce(arg_min(dram_sized, prefix_len), true) AS dram
   FROM d WHERE batch_size = 1 GROUP BY run_id
 ),
+v AS (SELECT run_id, bound, first_inversion FROM decode_eager_variation() WHERE batch_size = 1),
 scale AS (
   SELECT b.run_id, max(b.batch_size) AS max_batch,
          arg_max(b.step_ms, b.batch_size) / any_value(one.step_ms) AS scaling
@@ -31,14 +32,17 @@ SELECT b1.run_id,
               b1.step_ms / b1.floor_ms, 100 * b1.variation,
               b1.lo, b1.hi,
               CASE WHEN b1.over_roof THEN 'above 105% of its roof, flagged as a measurement error'
+                   WHEN v.bound = 'too noisy to say'
+                     THEN 'too noisy to say what bounds it (' || coalesce(v.first_inversion, 'the batch-1 timings have a wide spread') || ')'
                    WHEN b1.pct_of_roof >= 0.5 AND NOT b1.dram THEN 'its bytes fit in the last-level cache, so a cache figure, not a DRAM one'
                    WHEN b1.pct_of_roof >= 0.5 THEN 'bandwidth-bound'
                    WHEN s.max_batch > 1 AND (s.scaling - 1) / (s.max_batch - 1) >= 0.5 THEN 'compute-bound, not bandwidth-bound'
                    ELSE 'launch/overhead-bound, not bandwidth-bound' END)
          || coalesce('; ' || o.modes_txt, '')
-         || CASE WHEN b1.noisy THEN ' (some timings have a wide spread: see the page)' ELSE '' END AS finding,
+         || CASE WHEN b1.noisy AND v.bound IS DISTINCT FROM 'too noisy to say' THEN ' (some timings have a wide spread: see the page)' ELSE '' END AS finding,
        100 * b1.pct_of_roof AS value,
        CASE WHEN b1.basis = 'same-size read roof' THEN '% of same-size read roof' ELSE '% of copy roof' END AS unit,
        'decode.html' AS page
 FROM b1 JOIN runs r USING (run_id) LEFT JOIN scale s USING (run_id) LEFT JOIN others o USING (run_id)
+LEFT JOIN v USING (run_id)
 ORDER BY b1.run_id;

@@ -16,7 +16,10 @@ SELECT s.run_id,
             ELSE format('Compaction moving {} beside {} decode step{} of {} on {} ({}): {} ms together vs {} ms compaction and {} ms decode alone, {:.2f}× the longer part.',
                         bytes3(compact_bytes), decode_steps, CASE WHEN decode_steps = 1 THEN '' ELSE 's' END, r.model, r.device_name, concurrency, sig3(both_ms),
                         sig3(compact_ms), sig3(decode_ms), both_ms / longer_ms)
-                 || coalesce(CASE WHEN balanced
+                 || coalesce(CASE WHEN balanced AND (compact_bw_lost < 0 OR compact_bw_lost > 1 OR decode_inflation < 0.95)
+                    THEN format(' With the parts balanced ({:.2f}×), the contention figures are too noisy to say (decode inflated {:.2f}×, compaction bandwidth lost {:.0f}%: outside what running together can do).',
+                                balance_ratio, decode_inflation, 100 * compact_bw_lost)
+                    WHEN balanced
                     THEN format(' With the parts balanced ({:.2f}×, decode as {}), running together inflated the decode part {:.2f}× and cost compaction {:.0f}% of its bandwidth.',
                                 balance_ratio, decode_mode, decode_inflation, 100 * compact_bw_lost)
                     ELSE format(' The parts were not balanced ({:.2f}×, outside 0.5–2×), so this run cannot show contention.', balance_ratio) END, '') END AS finding,

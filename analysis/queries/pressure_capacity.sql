@@ -14,7 +14,14 @@ SELECT c.run_id, r.model, r.dtype, r.device_kind, r.device_name, c.seq_len, c.ma
        c.allocated_delta_bytes, c.allocated_delta_bytes / nullif(c.kv_bytes, 0) AS allocator_over_kv,
        c.prefill_overhead_bytes, c.kv_budget_bytes, c.memory_source, c.device_usable_after, c.elapsed_s,
        c.notes,
-       format('KV capacity {:,} tokens; max concurrency {:,.1f} requests at {} tokens', c.capacity_tokens,
-              c.max_concurrency, c.seq_len) AS engine_line
+       -- a length where no request was admitted (the time budget ran out first) has no bytes per request to
+       -- divide by: it says so, rather than a line of missing numbers
+       CASE WHEN c.capacity_tokens IS NULL OR c.max_concurrency IS NULL
+            THEN format('no {}-token request admitted before the {}: no capacity to compute', c.seq_len,
+                        CASE c.stop_reason WHEN 'cap' THEN 'request cap' WHEN 'time' THEN 'time budget'
+                                           WHEN 'ceiling' THEN 'memory ceiling' WHEN 'oom' THEN 'out-of-memory error'
+                                           ELSE coalesce(c.stop_reason, 'run stopped') END)
+            ELSE format('KV capacity {:,} tokens; max concurrency {:,.1f} requests at {} tokens', c.capacity_tokens,
+                        c.max_concurrency, c.seq_len) END AS engine_line
 FROM kv_capacity_v3 c JOIN runs r USING (run_id)
 ORDER BY c.run_id, c.seq_len;

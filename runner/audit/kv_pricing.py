@@ -9,6 +9,7 @@ constant states the curve is a straight line, and a measurement in the DB (kv_me
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..core.errors import UserError
@@ -23,7 +24,7 @@ PRICING_DTYPE = "bfloat16"  # serving precision: the audit prices 16-bit caches
 @dataclass(frozen=True)
 class Pricing:
     bytes_per_token: float
-    source: str   # 'measured' | 'formula'
+    source: str   # 'measured' | 'formula' | 'given'
     detail: str
     # (bytes per token that stop growing at cap, cap in tokens), one per distinct cap; and the constant states
     capped: tuple[tuple[float, int], ...] = ()
@@ -75,7 +76,7 @@ def _has(con, table: str, column: str | None = None) -> bool:
 
 
 def measured(con, model: str) -> Pricing | None:
-    """The newest measurement of `model` in the DB, 16-bit runs first (what serving uses)."""
+    """The newest measurement of `model` in the DB from a 16-bit run (what serving uses and the audit prices)."""
     if con is None or not (_has(con, "kv_memory_v2") and _has(con, "runs")):
         return None
     row = run_sql(con, "kv/measured", model=model).fetchone()
@@ -87,15 +88,28 @@ def measured(con, model: str) -> Pricing | None:
                    f"({dtype}, {seq}-token prefill)")
 
 
+DEFAULT_MODEL = "gpt2"
+MODEL_HINT = ("--model takes an open model whose cache you would serve this traffic with (a built-in name, see "
+              "`kvreport models`, a config.json or a checkpoint folder): API models such as gpt-4o publish no "
+              "architecture. Or give the cache size itself with --kv-bytes-per-token N")
+
+
+def given(bytes_per_token: float) -> Pricing:
+    """A flat bytes/token figure the user gave (--kv-bytes-per-token), priced as given."""
+    return Pricing(float(bytes_per_token), "given",
+                   f"given with --kv-bytes-per-token: {bytes_per_token:,.0f} B/token, priced as given")
+
+
 def kv_pricing(model: str, con=None) -> Pricing:
     """A straight-line model: its measured bytes/token when the DB has one, else the formula. A model with caps
-    or constant states: the formula's curve, since one bytes/token figure cannot price every length."""
+    or constant states: the formula's curve, since one bytes/token figure cannot price every length.
+    A name that is neither a model nor measured in the DB: a UserError with MODEL_HINT."""
     try:
         facts = load(model)
-    except ModelFactsError:
+    except ModelFactsError as exc:
         found = measured(con, model)  # a model measured earlier whose config is not at hand
         if found is None:
-            raise
+            raise UserError(f"{exc}. {MODEL_HINT}") from None
         return found
     curve = formula(model, facts)
     if curve.capped or curve.constant_bytes:
@@ -103,19 +117,27 @@ def kv_pricing(model: str, con=None) -> Pricing:
     return measured(con, model) or curve
 
 
-def memory_from_db(con, model: str) -> Memory:
-    """Memory to fit sessions into: measured free KV memory (kv_capacity_v3) when the DB has it, else a
-    run's GPU memory (total, so an upper bound). None: the TTL sweep states its assumption instead."""
-    if con is None:
-        return Memory(None, None)
-    if _has(con, "kv_capacity_v3", "free_bytes"):
-        row = run_sql(con, "kv/free_memory", model=model).fetchone()
-        if row:
-            return Memory(int(row[3]), f"measured: free memory for KV in run {row[0]} ({row[1]} on "
-                                       f"{row[2] or 'its device'}, kv_capacity_v3)")
-    if _has(con, "runs", "gpu_memory_bytes"):
-        row = run_sql(con, "kv/gpu_memory").fetchone()
-        if row:
-            return Memory(int(row[2]), f"total GPU memory of run {row[0]} ({row[1]}); weights and activations "
-                                       "not subtracted, so an upper bound")
-    return Memory(None, None)
+DEFAULT_GPU = "H100 80GB"
+# Memory of GPUs named without a size, in datasheet GB (10^9 bytes). H100 SXM: 80 GB HBM3
+# (glennklockwood.com/garden/processors/h100, "Specifications"); H200: 141 GB HBM3e
+# (lzwjava.github.io/nvidia-h200-gpu-specs-en, table "GPU Memory"). A name with a size ("A100 40GB", "48GB")
+# is priced at that size.
+GPU_MEMORY_GB = {"H100": 80.0, "H200": 141.0}
+_GPU_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*GB\b", re.IGNORECASE)
+
+
+def gpu_memory(gpu: str) -> Memory:
+    """The memory that idle KV and the TTL sweep are set against: the whole memory of the named GPU (`--gpu`),
+    never a figure from whatever run the DB holds, so one audit prices the same in any DB. Weights and
+    activations are not subtracted (the serving model is not known here), so sessions that fit and idle
+    GPU-hours are figures for a GPU given over to KV. Raises UserError for a name without a size or
+    a known one."""
+    name = " ".join(str(gpu).split())
+    m = _GPU_SIZE.search(name)
+    gb = float(m.group(1)) if m else next((v for k, v in GPU_MEMORY_GB.items()
+                                            if re.fullmatch(rf"(nvidia\s+)?{k}(\s+\w+)?", name, re.IGNORECASE)), None)
+    if not gb or gb <= 0:
+        raise UserError(f"--gpu {gpu!r}: no memory size known for it; give one with the name, e.g. "
+                        f"'A100 40GB' or '48GB' (known without a size: {', '.join(GPU_MEMORY_GB)})")
+    return Memory(int(gb * 1e9), f"the whole {gb:g} GB of one {name} (--gpu; default {DEFAULT_GPU}), weights "
+                                 "not subtracted")

@@ -22,7 +22,7 @@ from ..audit import remote
 from ..audit.dollars import load_prices_file, prefetch
 from ..audit.engine import AuditOptions, next_audit_id, persist, run_audit
 from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
-from ..audit.kv_pricing import kv_pricing, memory_from_db
+from ..audit.kv_pricing import DEFAULT_GPU, DEFAULT_MODEL, MODEL_HINT, given, gpu_memory, kv_pricing
 from ..audit.tokenizer import load_tokenizer
 from ..core.errors import UserError
 from ..core.store import Store, connect, new_db_file, scratch_dir, shown
@@ -138,14 +138,15 @@ def _progress(n_files: int, enabled: bool | None, con):
             poller.join()
 
 
-def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path = Path("kvreport.duckdb"),
+def execute(paths: list[Path], fmt: str = "auto", model: str | None = None, db: Path = Path("kvreport.duckdb"),
             tokenizer: str | None = None, idle_timeout: float = 300.0, strict: bool = False,
             spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = DEFAULT_MEMORY_LIMIT,
             echo=typer.echo, prices: Path | None = None, gpu_hour_price: float | None = None,
             session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None,
             since: str | None = None, until: str | None = None, progress: bool | None = None,
             ray: str | None = None, ray_workers: int | None = None, ray_scratch: Path | None = None,
-            ray_partitions: int | None = None, ray_info: dict | None = None) -> dict:
+            ray_partitions: int | None = None, ray_info: dict | None = None, gpu: str = DEFAULT_GPU,
+            kv_bytes_per_token: float | None = None) -> dict:
     """The whole audit; returns the audits row. Separate from the typer function so tests and the
     benchmark can call it in-process. `ray`: run it as Ray tasks ("local": a Ray of ray_workers CPUs started
     here; "auto", ray://HOST:10001: that cluster); `ray_info`, if given, gets the Ray run's task times."""
@@ -159,6 +160,16 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
     if gpu_hour_price is not None:
         gpu_hour_price = _number("--gpu-hour-price", gpu_hour_price, low=0, unit="USD per GPU-hour")
     memory_limit = _memory_limit(memory_limit)
+    memory = gpu_memory(gpu)
+    if kv_bytes_per_token is not None:
+        kv_bytes_per_token = _number("--kv-bytes-per-token", kv_bytes_per_token, low=0, low_open=True,
+                                     unit="bytes of KV cache per token")
+        if model is not None:
+            raise UserError("give --model or --kv-bytes-per-token, not both: each sets the KV bytes per token")
+    elif model is None:
+        # Said once, before the audit: its KV figures are a stand-in's until the user names a model.
+        model = DEFAULT_MODEL
+        echo(f"no --model: KV cache priced as {DEFAULT_MODEL}'s at 16 bits, a stand-in. {MODEL_HINT}.")
     if not paths:
         raise UserError("give at least one log file")
     paths = _log_files(paths, db)  # folders, quoted globs, s3:// prefixes and globs
@@ -206,8 +217,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str = "gpt2", db: Path 
                 with Store(path) as store, \
                         _progress(len(paths), False if ray else progress, store.con) as opts.on_file:
                     con = store.con
-                    pricing = kv_pricing(model, con)
-                    memory = memory_from_db(con, model)
+                    pricing = given(kv_bytes_per_token) if kv_bytes_per_token is not None else kv_pricing(model, con)
                     audit_id = next_audit_id(con)
                     args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing, memory=memory,
                                 tokenizer=tok, strict=strict, origins=origins)
@@ -348,8 +358,11 @@ def audit(
                                                          "openai-chat, openai-response, anthropic-message (bare API "
                                                          "objects), openai-batch, anthropic-batch (batch results), "
                                                          "litellm, langfuse.")] = "auto",
-    model: Annotated[str, typer.Option(help="Model whose KV bytes/token price the tokens (measured in the DB if "
-                                            "there, else the formula at 16-bit).")] = "gpt2",
+    model: Annotated[str | None, typer.Option(help="Open model whose KV bytes/token price the tokens (measured at "
+                                                   "16 bits in the DB if there, else the formula at 16 bits). "
+                                                   f"Default: {DEFAULT_MODEL}, said as a stand-in.")] = None,
+    kv_bytes_per_token: Annotated[float | None, typer.Option(help="KV cache bytes per token, instead of --model "
+                                                                  "(e.g. for an API model).")] = None,
     db: Annotated[Path, typer.Option(help="DuckDB file to store the audit in.")] = Path("kvreport.duckdb"),
     tokenizer: Annotated[str | None, typer.Option(help="Local tokenizer.json (or folder) to count tokens in logged "
                                                        "message content. Never downloads.")] = None,
@@ -367,6 +380,9 @@ def audit(
                                                      "models).")] = None,
     gpu_hour_price: Annotated[float | None, typer.Option(help="USD per GPU-hour: turns idle KV memory (and what "
                                                               "each TTL frees) into GPU-hours and dollars.")] = None,
+    gpu: Annotated[str, typer.Option(help="The GPU idle KV and the TTL sweep are set against: its whole memory "
+                                          "(weights not subtracted). H100, H200, or any name with a size: "
+                                          "'A100 40GB', '48GB'.")] = DEFAULT_GPU,
     session_key: Annotated[list[str] | None, typer.Option(
         "--session-key", help="JSON path of the session id in each record, e.g. metadata.conversation_id or "
                               "'request.headers.\"x-session-id\"'. Repeatable: the first non-null wins. Replaces "
@@ -392,7 +408,8 @@ def audit(
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
     execute(paths, format, model, db, tokenizer, idle_timeout, strict, spor_max, kv_max_mb, memory_limit,
             prices=prices, gpu_hour_price=gpu_hour_price, session_keys=session_key or (), time_key=time_key,
-            since=since, until=until, ray=ray, ray_workers=ray_workers, ray_scratch=ray_scratch)
+            since=since, until=until, ray=ray, ray_workers=ray_workers, ray_scratch=ray_scratch, gpu=gpu,
+            kv_bytes_per_token=kv_bytes_per_token)
 
 
 def register(app: typer.Typer) -> None:

@@ -57,7 +57,9 @@ def findings(
         number = "–" if value is None else (f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}")
         # A demonstration shows the mechanism on generated traffic or an arbitrary ceiling: not a finding.
         demo = f"  [demonstration: {r['demonstration']}]" if r.get("demonstration") else ""
-        where = "all runs" if r["run_id"] is None else f"run {r['run_id']}"
+        # A row of no run: an audit stored on its own (its own figures), else a figure over every run.
+        where = f"run {r['run_id']}" if r["run_id"] is not None else \
+            ("audit" if (r.get("page") or "").startswith("audit") else "all runs")
         typer.echo(f"{where}  {number:>12} {r['unit'] or '':<10} {r['finding']}{demo}")
 
 

@@ -182,7 +182,8 @@ def roof_for(ctx, op: str, nbytes: int, warm: bool = False) -> dict:
     key = (op, int(nbytes), warm)
     if key not in curve:
         ctx.progress(f"roof: {op} at {nbytes / MIB:,.2f} MiB{' (warm)' if warm else ''}")
-        curve[key] = measure_roof(ctx.device, op, int(nbytes), warm=warm, **roof_rounds(ctx))
+        curve[key] = measure_roof(ctx.device, op, int(nbytes), warm=warm, flusher=Flusher(ctx.device, ctx.llc),
+                                  **roof_rounds(ctx))
     return curve[key]
 
 

@@ -1,6 +1,7 @@
 """What machine produced a result: stored beside every run so a number can be judged by its hardware."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -27,9 +28,33 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def installed_commit(read_direct_url=None) -> str | None:
+    """The commit pip recorded when kvreport was installed from a git URL (PEP 610: direct_url.json's
+    vcs_info.commit_id in the installed package's metadata); None for any other install. `read_direct_url`
+    returns that file's text (tests pass one)."""
+    if read_direct_url is None:
+        def read_direct_url():
+            from importlib.metadata import PackageNotFoundError, distribution
+            try:
+                return distribution("kvreport").read_text("direct_url.json")
+            except PackageNotFoundError:
+                return None
+    try:
+        info = json.loads(read_direct_url() or "{}")
+    except (OSError, ValueError):
+        return None
+    commit = (info.get("vcs_info") or {}).get("commit_id") if isinstance(info, dict) else None
+    return str(commit) if commit else None
+
+
 def kvreport_commit() -> str | None:
-    """The git commit of the kvreport checkout running now (`<sha>+dirty` with local changes); None for an
-    installed wheel or without git. It is what "the exact code that measured this" means on a machine card."""
+    """The git commit of the kvreport checkout running now (`<sha>+dirty` with local changes), else the
+    commit an install from a git URL recorded (installed_commit); None otherwise. It is what "the exact code
+    that measured this" means on a machine card."""
+    return _checkout_commit() or installed_commit()
+
+
+def _checkout_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,

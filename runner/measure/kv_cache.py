@@ -190,9 +190,13 @@ def _cache_kwarg(model) -> str:
     return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
 
 
-def forward_with_cache(model, input_ids, cache=None):
-    """One forward pass that returns (logits, cache); `cache=None` is a prefill."""
+def forward_with_cache(model, input_ids, cache=None, last_logits_only: bool = False):
+    """One forward pass that returns (logits, cache); `cache=None` is a prefill. `last_logits_only`: logits
+    of the last position only (transformers' logits_to_keep=1, where the model takes it), as a serving
+    engine's prefill computes them; for GPT-2 the full [tokens x 50,257] head is most of a short CPU prefill."""
     kwargs = {"use_cache": True}
+    if last_logits_only and "logits_to_keep" in inspect.signature(model.forward).parameters:
+        kwargs["logits_to_keep"] = 1
     if cache is not None:
         kwargs[_cache_kwarg(model)] = cache
     out = model(input_ids, **kwargs)

@@ -19,6 +19,13 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 # A footprint under FLUSH_FACTOR x the last-level cache is flushed before each timed call; DRAM claims need
 # at least that many bytes moved.
 FLUSH_FACTOR = 4
+# The most of a CPU's last-level cache kvreport counts. Every flush buffer (FLUSH_FACTOR x LLC) and every
+# "DRAM-sized" test point is a multiple of the LLC, and a virtual machine may report its host's whole cache:
+# a 2-core VM this project ran on reported 480 MiB, which made 2 GiB flush buffers, 4 GiB roof points and a
+# 9 GB peak on a machine whose two vCPUs share that cache with every other guest. With the cap a flush
+# writes at most 256 MiB. Rows store the LLC figure they used (llc_bytes), so `dram_sized` is always
+# "at least 4 x the counted LLC", and a capped host says so in device_ceilings' summary.
+CPU_LLC_CAP = 64 * MIB
 CPU_CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 
 # torch.cuda.memory_stats keys by the names kvreport stores them under.
@@ -115,9 +122,14 @@ def cuda_free_bytes(device) -> tuple[int, int]:
 
 def last_level_cache_bytes(device, cpu_cache_dir: Path = CPU_CACHE_DIR) -> int:
     """L2 of a GPU (from its properties), or the largest cache level of CPU 0 (from sysfs: `cpu_cache_dir`
-    holds one index*/size file per level); 32 MiB where nothing is readable."""
+    holds one index*/size file per level) capped at CPU_LLC_CAP; 32 MiB where nothing is readable."""
     if device.type == "cuda":
         return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * MIB)
+    return min(reported_cpu_cache_bytes(cpu_cache_dir), CPU_LLC_CAP)
+
+
+def reported_cpu_cache_bytes(cpu_cache_dir: Path = CPU_CACHE_DIR) -> int:
+    """The largest cache level sysfs reports for CPU 0, uncapped; 32 MiB where nothing is readable."""
     best = 0
     try:
         for f in Path(cpu_cache_dir).glob("index*/size"):

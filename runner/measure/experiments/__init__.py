@@ -78,6 +78,17 @@ class RunContext:
     shared: dict = field(default_factory=dict)
     # Injected in tests: a callable returning allocated bytes (defaults to the CUDA allocator).
     memory_probe: Callable[[], int] | None = None
+    # Injected in tests: the last-level cache in bytes (defaults to the device's, probes.last_level_cache_bytes),
+    # which sizes every cache flush and decides which sizes are DRAM-sized.
+    llc_bytes: int | None = None
+
+    @property
+    def llc(self) -> int:
+        from ..probes import last_level_cache_bytes
+
+        if self.llc_bytes is None:
+            self.llc_bytes = last_level_cache_bytes(self.device)
+        return self.llc_bytes
 
     @property
     def model(self):

@@ -95,5 +95,5 @@ def run(ctx: RunContext) -> Result:
     pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
     return Result(tables, [
         f"demo audit ({s['n_calls']} calls, {s['n_sessions']} sessions, {pricing.bytes_per_token:,.0f} B/token "
-        f"{pricing.source}): PCER {pct(s['overall_pcer'])}, SPOR {pct(s['overall_spor'])}, "
+        f"at 16 bits, {pricing.source}): PCER {pct(s['overall_pcer'])}, SPOR {pct(s['overall_spor'])}, "
         f"KV leakage index {pct(s['leakage_index'])} (idle > {s['idle_timeout_s']:g}s)"])

@@ -10,7 +10,7 @@ from . import Result, RunContext
 from ..ceilings import ROOF_OPS, default_copy_bytes, measure_copy_roof, new_roof_rows, roof_for, theoretical_peak
 from ..compaction import planned_workloads
 from ..environment import _cpu_name
-from ..probes import MIB, last_level_cache_bytes
+from ..probes import CPU_LLC_CAP, MIB, reported_cpu_cache_bytes
 
 NAME = "device_ceilings"
 ITERATION = 2
@@ -24,7 +24,7 @@ def run(ctx: RunContext) -> Result:
     nbytes = 128 * MIB if ctx.quick and not ctx.is_cuda else default_copy_bytes(ctx.device)
     ctx.progress(f"copy roof: {nbytes / MIB:,.0f} MiB device-to-device copy")
     roof = measure_copy_roof(ctx.device, nbytes)
-    llc = last_level_cache_bytes(ctx.device)
+    llc = ctx.llc
     name = torch.cuda.get_device_name(ctx.device) if ctx.is_cuda else f"cpu: {_cpu_name()}"
     row = {"device_name": name, "peak_gbs": peak, "peak_source": source, **roof, "buffer_bytes": nbytes,
            "roof_pct_of_peak": roof["roof_gbs"] / peak if peak else None, "llc_bytes": llc}
@@ -41,4 +41,12 @@ def run(ctx: RunContext) -> Result:
     return Result({"device_ceilings": [row], "roof_curve": curve}, [
         f"copy roof {roof['roof_gbs']:,.1f} GB/s (p25-p75 {roof['roof_p25_gbs']:,.1f}-{roof['roof_p75_gbs']:,.1f}, "
         f"n={roof['roof_n']}); {peak_txt}",
-        f"roof curve (GB/s; last-level cache {llc / MIB:,.0f} MiB): {points}"])
+        f"roof curve (GB/s; last-level cache {llc / MIB:,.0f} MiB{_capped_note(ctx, llc)}): {points}"])
+
+
+def _capped_note(ctx: RunContext, llc: int) -> str:
+    """Where the host reports more cache than the cap (probes.CPU_LLC_CAP), the figure it reported."""
+    if ctx.is_cuda or llc < CPU_LLC_CAP:
+        return ""
+    reported = reported_cpu_cache_bytes()
+    return f", capped: the host reports {reported / MIB:,.0f} MiB" if reported > llc else ""

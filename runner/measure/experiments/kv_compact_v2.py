@@ -36,8 +36,8 @@ ROOF = "copy roof"  # the roof's name among the interleaved variants
 
 def run(ctx: RunContext) -> Result:
     _, peak = roof_and_peak(ctx)
-    warmup, repeats = (5, 30) if ctx.is_cuda else ((1, 6) if ctx.quick else (3, 15))
-    flusher = Flusher(ctx.device)
+    warmup, repeats = (5, 30) if ctx.is_cuda else ((1, 6) if ctx.quick else (2, 10))
+    flusher = Flusher(ctx.device, ctx.llc)
     rows, skipped_any = [], {}
     plans = planned_workloads(ctx)
     if not plans:

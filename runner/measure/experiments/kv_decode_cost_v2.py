@@ -27,7 +27,7 @@ from . import Result, RunContext
 from ...core.kv_formula import kv_shape
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
-from ..probes import FLUSH_FACTOR, cuda_free_bytes, last_level_cache_bytes
+from ..probes import FLUSH_FACTOR, cuda_free_bytes
 from ..timing import gbs, time_fn
 
 NAME = "kv_decode_cost_v2"
@@ -38,8 +38,14 @@ TABLES = ("kv_decode_cost_v2", "roof_curve")
 
 
 def sweep(ctx: RunContext) -> list[tuple[int, int]]:
-    prefixes = [32, 128] if ctx.quick else [64, 128, 256, 512, 1024, 2048]
-    batches = [1, 2] if ctx.quick else [1, 4, 16]
+    # The CPU default keeps a prefix span of 16x and two batches (enough to see whether the step time follows
+    # the bytes) but drops batch 16 and the middle prefixes: on two cores they took ~20 CPU-minutes.
+    if ctx.quick:
+        prefixes, batches = [32, 128], [1, 2]
+    elif ctx.is_cuda:
+        prefixes, batches = [64, 128, 256, 512, 1024, 2048], [1, 4, 16]
+    else:
+        prefixes, batches = [64, 256, 1024], [1, 4]
     # The step adds one position, so prefix + 1 must fit the model's position table.
     return [(p, b) for b in batches for p in prefixes if ctx.fits(p + 1)]
 
@@ -70,7 +76,7 @@ def measure(ctx: RunContext, mode: str, prefix_len: int, batch: int, weight_byte
         "bandwidth_floor_ms": (bytes_read + dec.growth_bytes) / roof["roof_gbs"] / 1e6,
         "overhead_ms": host.median_ms - t.median_ms if ctx.is_cuda else None,
         "restore_method": dec.restore_method, "roof_basis": "same-size read roof",
-        "dram_sized": bytes_read >= FLUSH_FACTOR * last_level_cache_bytes(ctx.device),
+        "dram_sized": bytes_read >= FLUSH_FACTOR * ctx.llc,
     }
 
 
@@ -100,7 +106,7 @@ def run(ctx: RunContext, make_decoder=make_decoder) -> Result:
     the graph decoder a fake torch.cuda, or a static decoder a failing rewind."""
     _, peak = roof_and_peak(ctx)
     weight_bytes = ctx.loaded.step_weight_bytes()  # what a step streams (untied input embedding excluded)
-    warmup, repeats = (5, 30) if ctx.is_cuda else ((1, 6) if ctx.quick else (2, 11))
+    warmup, repeats = (5, 30) if ctx.is_cuda else ((1, 6) if ctx.quick else (1, 9))
     rows, skipped = [], {}
     for prefix_len, batch in sweep(ctx):
         if not _fits_memory(ctx, prefix_len, batch):

@@ -52,7 +52,8 @@ TABLES = ("kv_interference_v3", "roof_curve")
 
 # CPU: upper bound on the live KV bytes compaction gathers (the balance sizes it below this): on a CPU the
 # cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
-COMPACT_MAX_LIVE_BYTES = {("cpu", False): 1024 * MIB, ("cpu", True): 640 * MIB}
+# Each gather holds WORKLOAD_COPIES x its live bytes: 512 MiB live is 2 GiB of RAM (the quick run's 256 MiB, 1 GiB).
+COMPACT_MAX_LIVE_BYTES = {("cpu", False): 512 * MIB, ("cpu", True): 256 * MIB}
 # CUDA: the cap comes from free memory instead (`gpu_sizing`): a fixed 4 GiB could never balance the
 # 62 GB four graph steps of llama-3.1-8b stream (balance 0.14 on an H200).
 CAP_SHARE_OF_FREE = 0.6    # of the free device memory (model and decoder loaded), the workload may use this
@@ -63,7 +64,7 @@ COMPACT_PILOT_LIVE_BYTES = {"cuda": 256 * MIB, "cpu": 8 * MIB}
 # pilot (`gpu_sizing`) up to this many; on a CPU one gpt2 step takes tens of ms, so one step keeps the
 # balanced gather within COMPACT_MAX_LIVE_BYTES.
 DECODE = {("cuda", False): (8, 512, 4, 5, 40), ("cuda", True): (4, 128, 2, 3, 15),
-          ("cpu", False): (2, 128, 1, 2, 10), ("cpu", True): (1, 64, 1, 1, 7)}
+          ("cpu", False): (2, 128, 1, 1, 8), ("cpu", True): (1, 64, 1, 1, 7)}
 DECODE_MODES = {"cuda": ("graph", "static", "eager"), "cpu": ("static", "eager")}
 BALANCE = (0.5, 2.0)       # compact / decode alone must land in here
 RESIZE_OUTSIDE = (0.6, 1.6)  # the pilot's estimate is redone once outside this
@@ -75,7 +76,7 @@ MAX_TOLERANCE = 0.05
 MODES = ("compact", "decode", "both")
 # Seconds the timed rounds may take; on a slow or shared machine the repeats shrink to fit, never below
 # MIN_REPEATS (a median of fewer is not worth storing).
-TIME_BUDGET_S = {("cuda", False): 60.0, ("cuda", True): 15.0, ("cpu", False): 30.0, ("cpu", True): 3.0}
+TIME_BUDGET_S = {("cuda", False): 60.0, ("cuda", True): 15.0, ("cpu", False): 10.0, ("cpu", True): 3.0}
 MIN_REPEATS = 5
 
 

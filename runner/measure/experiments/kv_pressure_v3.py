@@ -53,7 +53,7 @@ CPU_CEILING_RAM_SHARE = 0.05
 # measured, not extrapolated; requests are prefilled PREFILL_BATCH at a time to fill it within the budget.
 CAPS = {("cuda", False): 1_000_000, ("cuda", True): 1_000_000, ("cpu", False): 32, ("cpu", True): 8}
 PREFILL_BATCH = {("cuda", False): 16, ("cuda", True): 8, ("cpu", False): 1, ("cpu", True): 1}
-TIME_BUDGET_S = {("cuda", False): 60.0, ("cuda", True): 20.0, ("cpu", False): 30.0, ("cpu", True): 6.0}
+TIME_BUDGET_S = {("cuda", False): 60.0, ("cuda", True): 20.0, ("cpu", False): 15.0, ("cpu", True): 6.0}
 OOM_CHILD_TIMEOUT_S = 120
 
 # What an allocation failure raises: the CUDA caching allocator's error (torch.OutOfMemoryError in recent
