@@ -41,6 +41,10 @@ def gemma4_text(c: ConfigReader) -> Built:
     global_hd = c.opt("global_head_dim", 512)
     global_kv = c.maybe("num_global_key_value_heads") if k_eq_v else None
     global_kv = int(global_kv) if global_kv else n_kv
+    # Gemma4TextConfig.__post_init__ (configuration_gemma4.py, transformers 5.24) turns global_head_dim and
+    # num_global_key_value_heads into per_layer_config overrides of the full layers, and save_pretrained writes
+    # those ({"5": {"head_dim": 48}}) instead: a config that has per_layer_config is read from it alone.
+    per_layer = c.maybe("per_layer_config")
     shared = c.opt("num_kv_shared_layers", 0)
     first_shared = n_layers - shared
     bias = c.opt("attention_bias", False)
@@ -50,6 +54,11 @@ def gemma4_text(c: ConfigReader) -> Built:
     for i, t in enumerate(types):
         full = t == "full_attention"
         head_dim, kv = (global_hd, global_kv) if full else (hd, n_kv)
+        if per_layer is not None:  # as saved by 5.24: overrides per layer, global_head_dim not read
+            over = per_layer.get(str(i)) or {}
+            head_dim = c._int("head_dim", over["head_dim"]) if over.get("head_dim") is not None else hd
+            kv = c._int("num_key_value_heads", over["num_key_value_heads"]) \
+                if over.get("num_key_value_heads") is not None else n_kv
         reuse = i >= first_shared
         layers.append(() if reuse else attention_spec(c, t, kv, head_dim, window, None))
         params += h * n_heads * head_dim + head_dim + n_heads * head_dim * h + ((n_heads * head_dim + h) if bias else 0)
