@@ -25,7 +25,8 @@ from ..params import attn_params, embed_params, mlp_params
 # config.json may store a standard field under.
 ALIASES = {
     "num_hidden_layers": ("n_layer", "n_layers", "num_layers", "decoder_layers"),
-    "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads", "decoder_attention_heads"),
+    # (not "num_heads": Mamba-2 configs store their SSM heads under it)
+    "num_attention_heads": ("n_head", "n_heads", "attention_heads", "decoder_attention_heads"),
     "hidden_size": ("n_embd", "d_model", "emb_dim"),
     "head_dim": ("kv_channels", "attention_head_dim"),
     "sliding_window": ("sliding_window_size", "attention_window_size"),
