@@ -198,7 +198,7 @@ _POSITIVE = dict.fromkeys((
     "global_head_dim", "num_global_key_value_heads", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim",
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
     "linear_conv_kernel_dim", "conv_kernel", "mamba_d_conv", "mamba_d_state", "mamba_expand", "mamba_head_dim",
-    "mamba_num_heads", "ssm_state_size", "n_groups", "index_head_dim", "vocab_size", "n_inner",
+    "mamba_num_heads", "ssm_state_size", "n_groups", "state_size", "expand", "num_heads", "index_head_dim", "vocab_size", "n_inner",
     "sliding_window_pattern", "full_attention_interval", "attn_layer_period", "expert_layer_period",
     "decoder_sparse_step", "interleave_moe_layer_step", "no_rope_layer_interval", "index_topk_freq"), MAX_DIM)
 _POSITIVE.update({"num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "sliding_window": MAX_TOKENS,
@@ -213,7 +213,7 @@ _NON_NEGATIVE = dict.fromkeys((
 _NON_NEGATIVE.update({"max_position_embeddings": MAX_TOKENS, "n_positions": MAX_TOKENS})
 _BOOLS = ("attention_bias", "bias", "mlp_bias", "multi_query", "new_decoder_architecture", "parallel_attn",
           "use_sliding_window", "attention_k_eq_v", "enable_moe_block", "use_double_wide_mlp", "mamba_conv_bias",
-          "mamba_proj_bias", "use_conv_bias", "tie_word_embeddings")
+          "mamba_proj_bias", "use_conv_bias", "tie_word_embeddings", "use_bias")
 _STRING_LISTS = ("layer_types", "layers_block_type", "mlp_layer_types", "indexer_types")
 _INT_LISTS = ("no_rope_layers", "moe_layers", "mlp_only_layers")
 
@@ -253,7 +253,7 @@ def check_fields(raw: dict, where: str) -> None:
             raise _bad(where, key, value, f"a string of at most {MAX_LAYERS} characters")
         elif key == "index_topk_pattern" and not (isinstance(value, (str, list)) and len(value) <= MAX_LAYERS):
             raise _bad(where, key, value, f"a string or list of at most {MAX_LAYERS} entries")
-        elif key == "mamba_dt_rank" and value != "auto" and not (_is_int(value) and 1 <= value <= MAX_DIM):
+        elif key in ("mamba_dt_rank", "time_step_rank") and value != "auto" and not (_is_int(value) and 1 <= value <= MAX_DIM):
             raise _bad(where, key, value, f'"auto" or an integer from 1 to {MAX_DIM:,}')
         elif key == "per_layer_config" and not (isinstance(value, dict) and len(value) <= MAX_LAYERS and
                                                 all(isinstance(v, dict) for v in value.values())):

@@ -10,6 +10,7 @@ from .gpt_oss import gpt_oss
 from .jamba import jamba
 from .llama import llama_like
 from .llama4 import llama4_text
+from .mamba import mamba, mamba2
 from .mimo import mimo_v2_flash
 from .nemotron_h import nemotron_h
 from .qwen3_next import qwen3_next
@@ -21,6 +22,7 @@ FAMILIES = {
     "kimi_k2": deepseek, "deepseek_v32": deepseek, "glm_moe_dsa": deepseek, "qwen3_next": qwen3_next,
     "jamba": jamba, "nemotron_h": nemotron_h, "gemma4_text": gemma4_text, "mimo_v2_flash": mimo_v2_flash,
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
+    "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2,
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
 WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
