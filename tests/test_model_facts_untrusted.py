@@ -21,6 +21,9 @@ def test_an_unknown_family_with_the_standard_fields_is_read_generically():
     assert f.rules == "generic" and any(n.startswith("rules: generic") for n in f.notes)
     assert f.bytes_per_token("bfloat16") == 16 * 2 * 4 * 128 * 2
     assert facts_from_config(LLAMA).rules == "family"
+    assert facts_from_config({**OLMO2, "model_type": "data2vec-text"}).rules == "generic"  # dashes are fine
+    with pytest.raises(ModelFactsError, match="'model_type' is 'x y<', not a model type name"):
+        facts_from_config({**OLMO2, "model_type": "x y<"})
 
 
 def test_the_generic_reading_follows_layer_types_windows_aliases_and_per_layer_overrides():

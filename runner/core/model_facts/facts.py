@@ -1,6 +1,7 @@
 """ModelFacts: one model's cache specs per layer, and what they cost."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from .common import GPU_SIZES_GB, TP_SIZES, GPU_MEMORY_UTILIZATION, ModelFactsError, dtype_bytes, cdiv
@@ -141,7 +142,7 @@ def facts_from_config(raw: dict, name: str = "", where: str = "config.json", sou
         text = {**({"tie_word_embeddings": raw["tie_word_embeddings"]} if "tie_word_embeddings" in raw else {}),
                 **raw["text_config"]}
         model_type = text.get("model_type") if isinstance(text.get("model_type"), str) else model_type
-    if not model_type.isidentifier() or len(model_type) > 100:
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,100}", model_type):  # bert-generation, data2vec-text ...
         raise ModelFactsError(f"{where}: config field 'model_type' is {model_type[:40]!r}, not a model type name")
     check_fields(text, where)
     if text is not raw:
