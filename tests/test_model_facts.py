@@ -227,7 +227,7 @@ def test_llama_weight_count_by_hand():
 
 
 @pytest.mark.parametrize("raw,needle", [
-    ({"model_type": "bert", "hidden_size": 8}, "model_type 'bert' is not supported"),
+    ({"model_type": "bert", "hidden_size": 8}, "'num_hidden_layers' is missing (model_type bert, read generically"),
     ({"hidden_size": 8}, "'model_type' is missing"),
     ({"model_type": "llama", "hidden_size": 8, "num_attention_heads": 2}, "'num_hidden_layers' is missing"),
     ({**LLAMA, "num_hidden_layers": "many"}, "'num_hidden_layers' is 'many'"),

@@ -72,7 +72,10 @@ def kv_shape(config) -> KVShape:
     """Read the cache geometry from a transformers config (any architecture this project loads)."""
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     n_layers = int(_first(text, "num_hidden_layers", "n_layer", "num_layers"))
-    n_heads = int(_first(text, "num_attention_heads", "n_head"))
+    n_heads = _first(text, "num_attention_heads", "n_head")
+    if not n_heads:  # attention-free (Mamba, RWKV, xLSTM...): no K/V at all, its states are the facts' to count
+        return KVShape(n_layers, 0, 0, 0, (None,) * n_layers)
+    n_heads = int(n_heads)
     n_kv_heads = int(_first(text, "num_key_value_heads", "n_kv_heads", default=n_heads))
     hidden = int(_first(text, "hidden_size", "n_embd", "d_model"))
     head_dim = _first(text, "head_dim", default=None)

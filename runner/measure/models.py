@@ -3,12 +3,19 @@
 Nothing here touches the network: configs are constructed from the numbers below, and `--model PATH`
 reads a local folder with HF_HUB_OFFLINE set. KV memory and step timing depend on tensor shapes, not on
 weight values, so random weights measure the same cache; every run records which kind it used.
+
+A model folder is data from someone else, never code: its config is read bounded and checked against the
+model facts' schema, a config naming its own code (`auto_map`) is refused, transformers is always called with
+`trust_remote_code=False` (so it never prompts on standard input), weights load from safetensors only, and an
+index naming shards outside the folder is refused. A checkpoint larger than the build budget is not loaded:
+it is built from its config as a KV-faithful replica, like a config-only model.
 """
 from __future__ import annotations
 
 import copy
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +28,7 @@ from ..core import model_facts
 from ..core.builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
 from ..core.errors import UserError
 from ..core.model_facts import ModelFactsError, builtin_names, catalogue_names, facts_from_config
+from ..core.model_facts.config import check_fields, read_json_file
 from .kv_cache import forward_with_cache, read_cache
 from .probes import cuda_free_bytes, host_total_bytes
 
@@ -31,9 +39,11 @@ class ModelError(UserError):
     """A model name or path that cannot be loaded; the message says why and what would work."""
 
 
-# Files whose presence makes a folder a checkpoint (real weights) rather than a config-only folder.
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                 "pytorch_model.bin.index.json")
+# Files whose presence makes a folder a checkpoint (real weights) rather than a config-only folder. Only
+# safetensors are loaded: a pickle (pytorch_model.bin) can run code when read.
+_SAFE_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+_PICKLE_WEIGHT_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+_WEIGHT_FILES = _SAFE_WEIGHT_FILES + _PICKLE_WEIGHT_FILES
 # Fields that never reach the cache, shrunk in a replica (MLP and expert widths), and what they become.
 _WIDTH_FIELDS = ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size",
                  "ffn_hidden_size", "expert_intermediate_size", "n_inner", "mlp_hidden_size")
@@ -51,8 +61,12 @@ REPLICA_WIDTH = 16
 REPLICA_VOCAB = 512
 REPLICA_HIDDEN = 64
 CACHE_ONLY_ATTENTION = "kvreport_cache_only"
-# Fields a config.json carries that would make random weights need a quantization kernel or remote code.
+# Fields a config.json carries that would make random weights need a quantization kernel or remote code. A
+# catalogue config (kvreport's own data) drops auto_map; a folder or file from a user with one is refused.
 _DROPPED_FIELDS = ("quantization_config", "auto_map")
+# Passed to every transformers call that reads a folder: never the repository's code, never a prompt on stdin
+# (dynamic_module_utils.resolve_trust_remote_code only asks when it is None).
+_NO_REMOTE_CODE = {"trust_remote_code": False, "local_files_only": True}
 
 
 # What still runs on a replica: the cache sizes (exact) and the analytic crossover and fits. Everything timed
@@ -131,21 +145,55 @@ def _quiet_transformers():
     transformers.logging.set_verbosity_error()  # config lint chatter is noise in a measurement log
 
 
-def _read_config_json(path: Path) -> dict:
+def _read_config_json(path: Path, untrusted: bool = True) -> dict:
+    """A config.json read bounded (size, depth, digits; transformers' {"__float__": ...} decoded) and, when it
+    comes from a user, checked against the model facts' schema and refused if it names its own code."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path}: cannot read: {exc}") from None
+        raw = read_json_file(path)
+    except ModelFactsError as exc:
+        raise ModelError(str(exc)) from None
     if not isinstance(raw, dict):
         raise ModelError(f"{path}: a config.json must be a JSON object, got {type(raw).__name__}")
+    if untrusted:
+        if "auto_map" in raw or isinstance(raw.get("text_config"), dict) and "auto_map" in raw["text_config"]:
+            raise ModelError(f"{path}: config field 'auto_map' names the model's own Python code, and kvreport never "
+                             "runs a model folder's code; delete 'auto_map' to measure it with transformers' "
+                             f"own classes for model_type {raw.get('model_type')!r}")
+        try:
+            check_fields(raw, str(path))
+            if isinstance(raw.get("text_config"), dict):
+                check_fields(raw["text_config"], str(path))
+        except ModelFactsError as exc:
+            raise ModelError(str(exc)) from None
     return raw
+
+
+def _check_weights(path: Path) -> None:
+    """Safetensors only, and an index whose shards all lie in the folder."""
+    if not any((path / f).is_file() for f in _SAFE_WEIGHT_FILES):
+        pickles = [f for f in _PICKLE_WEIGHT_FILES if (path / f).is_file()]
+        raise ModelError(f"{path}: weights only as {pickles[0]} (a pickle, which can run code when loaded); "
+                         "kvreport loads safetensors only: convert them, or remove them to measure the config alone")
+    index = path / "model.safetensors.index.json"
+    if not index.is_file():
+        return
+    try:
+        data = read_json_file(index)
+    except ModelFactsError as exc:
+        raise ModelError(str(exc)) from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict):
+        raise ModelError(f"{index}: field 'weight_map' is missing or not an object")
+    root = path.resolve()
+    for shard in set(weight_map.values()):
+        target = (path / shard).resolve() if isinstance(shard, str) and shard else None
+        if target is None or target.parent != root and root not in target.parents:
+            raise ModelError(f"{index}: shard {str(shard)[:80]!r} lies outside the model folder; refused")
 
 
 def _catalogue_spec(name: str) -> ModelSpec:
     path = CATALOGUE / f"{name}.json"
-    entry = _read_config_json(path)
+    entry = _read_config_json(path, untrusted=False)
     if not isinstance(entry.get("config"), dict):
         raise ModelError(f"{path}: a catalogue entry needs a 'config' object")
     src = entry.get("source") or {}
@@ -177,6 +225,8 @@ def resolve(name: str) -> ModelSpec:
     if not (path / "config.json").is_file():
         raise ModelError(f"{name}: not a Hugging Face model folder (no config.json in it)")
     if any((path / f).is_file() for f in _WEIGHT_FILES):
+        _read_config_json(path / "config.json")  # refused here, before transformers opens the folder
+        _check_weights(path)
         return ModelSpec(name, None, "checkpoint", f"local:{path}", path)
     return ModelSpec(name, _read_config_json(path / "config.json"), "config_folder", f"config:{path}", path)
 
@@ -227,7 +277,7 @@ def load_config(name: str):
     if spec.origin == "checkpoint":
         _quiet_transformers()
         try:
-            return AutoConfig.from_pretrained(spec.path, local_files_only=True), False, spec.source
+            return AutoConfig.from_pretrained(spec.path, **_NO_REMOTE_CODE), False, spec.source
         except Exception as exc:  # noqa: BLE001 - any parse failure becomes one clear message
             raise ModelError(f"{spec.path / 'config.json'}: cannot read config: {exc}") from None
     where = f"built-in model {name}" if spec.origin == "builtin" else str(
@@ -376,10 +426,11 @@ def model_budget_bytes(device) -> int:
     the CPU min(8 GiB, 25% of RAM)."""
     raw = os.environ.get("KVREPORT_MODEL_BUDGET_GB")
     if raw:
-        try:
-            return int(float(raw) * 2**30)
-        except ValueError:
-            raise ModelError(f"environment variable KVREPORT_MODEL_BUDGET_GB={raw!r}: not a number") from None
+        # ASCII digits only (float() would take '١٢'), finite, positive and below a petabyte
+        if not re.fullmatch(r"[0-9]{1,7}(\.[0-9]{1,6})?", raw.strip()) or float(raw) <= 0:
+            raise ModelError(f"environment variable KVREPORT_MODEL_BUDGET_GB={raw[:40]!r}: expected a number of "
+                             "GiB above 0, e.g. 8 or 0.5")
+        return int(float(raw) * 2**30)
     if getattr(device, "type", str(device)) == "cuda":
         return int(0.6 * cuda_free_bytes(device)[0])
 
@@ -446,11 +497,21 @@ def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_
     """Instantiate on `device` in `dtype` directly, so a 7B model never lands in host RAM at float32. A
     model whose weights exceed the budget is built as a KV-faithful replica (see plan_replica)."""
     spec = resolve(name)
+    dtype_bytes = torch.tensor([], dtype=dtype).element_size()
+    budget = model_budget_bytes(device) if budget_bytes is None else budget_bytes
+    notes: list[str] = []
+    if spec.origin == "checkpoint":
+        raw = _read_config_json(spec.path / "config.json")
+        config, notes = config_from_dict(raw, str(spec.path / "config.json"))
+        if meta_parameter_count(config) * dtype_bytes > budget:
+            # never loaded whole: its config is built as a replica with random weights, as a config-only model
+            notes.append(f"checkpoint weights exceed the build budget of {budget / 2**30:,.1f} GiB "
+                         "(KVREPORT_MODEL_BUDGET_GB): not loaded; built from its config with random weights")
+            spec = ModelSpec(name, raw, "config_folder", f"config:{spec.path}", spec.path)
     if spec.origin != "checkpoint":
         where = f"built-in model {name}" if spec.origin == "builtin" else spec.source.split(":", 1)[1]
-        config, notes = config_from_dict(spec.raw, where)
-        dtype_bytes = torch.tensor([], dtype=dtype).element_size()
-        budget = model_budget_bytes(device) if budget_bytes is None else budget_bytes
+        config, more_notes = config_from_dict(spec.raw, where)
+        notes = notes + more_notes
         built_config, record, layer_map = plan_replica(config, spec.raw, dtype_bytes, budget, force=force_replica)
         if record is not None:
             record["notes"] = notes
@@ -464,13 +525,14 @@ def load_model(name: str, device, dtype, budget_bytes: int | None = None, force_
     config.use_cache = True
     try:
         try:
-            model = AutoModelForCausalLM.from_pretrained(spec.path, local_files_only=True, dtype=dtype)
+            model = AutoModelForCausalLM.from_pretrained(spec.path, dtype=dtype, use_safetensors=True,
+                                                         **_NO_REMOTE_CODE)
         except TypeError:  # transformers 4.x spells it torch_dtype
-            model = AutoModelForCausalLM.from_pretrained(spec.path, local_files_only=True, torch_dtype=dtype)
+            model = AutoModelForCausalLM.from_pretrained(spec.path, torch_dtype=dtype, use_safetensors=True,
+                                                         **_NO_REMOTE_CODE)
     except Exception as exc:  # noqa: BLE001 - a broken checkpoint is the user's to fix, not a traceback
         raise ModelError(f"{name}: cannot load weights: {str(exc).splitlines()[0]}") from None
     model.to(device)  # no device_map: that would need accelerate
     model.eval()
-    raw = _read_config_json(spec.path / "config.json")
     return LoadedModel(name=name, config=config, model=model, weights_random=False, source=spec.source,
                        raw_config=raw)

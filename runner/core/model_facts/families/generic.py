@@ -1,0 +1,105 @@
+"""The generic reading: a model_type without family rules, read from the fields every transformers config
+uses, the way transformers' own cache reads them (cache_utils.get_layer_types_and_kwargs and
+DynamicCache(config=...) in transformers 5.24):
+
+- layers: num_hidden_layers; heads: num_attention_heads; KV heads: num_key_value_heads (null or missing: the
+  attention heads, each config class's `if num_key_value_heads is None` rule); head_dim, else
+  hidden_size // num_attention_heads (every attention module's `getattr(config, "head_dim", ...)`);
+- layer kinds: `layer_types` when given, else sliding if `sliding_window` is set, else chunked if
+  `attention_chunk_size` is set, else full; "moe", "mlp" and "dummy" layers hold nothing;
+- `per_layer_config` ({"5": {"head_dim": 48}}) overrides fields for one layer (configuration_utils'
+  HeterogeneousConfigMixin);
+- the attribute_map aliases transformers' config classes declare (n_layer, n_head, d_model, kv_channels...).
+
+A layer kind it does not know (a linear-attention or Mamba state) is refused naming it, never guessed.
+Weights are counted as a Llama-shaped decoder (gated MLP of intermediate_size), and the facts say so.
+"""
+from __future__ import annotations
+
+from ..common import ModelFactsError
+from ..config import Built, ConfigReader, attention_spec, generic_layer_types, layer_types_from
+from ..params import attn_params, embed_params, mlp_params
+
+# attribute_map aliases of transformers 5.24's causal-LM config classes (each class's `attribute_map`,
+# collected over transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES): the name a
+# config.json may store a standard field under.
+ALIASES = {
+    "num_hidden_layers": ("n_layer", "n_layers", "num_layers", "decoder_layers"),
+    # (not "num_heads": Mamba-2 configs store their SSM heads under it)
+    "num_attention_heads": ("n_head", "n_heads", "attention_heads", "decoder_attention_heads"),
+    "hidden_size": ("n_embd", "d_model", "emb_dim"),
+    "head_dim": ("kv_channels", "attention_head_dim"),
+    "sliding_window": ("sliding_window_size", "attention_window_size"),
+    "layer_types": ("layers_block_type",),
+    "intermediate_size": ("ffn_hidden_size",),
+    "vocab_size": ("n_words", "n_token"),
+}
+CACHE_LESS = ("moe", "mlp", "dummy")
+
+
+def _field(c: ConfigReader, key: str, overrides: dict):
+    for k in (key, *ALIASES.get(key, ())):
+        if overrides.get(k) is not None:
+            return overrides[k], k
+    for k in (key, *ALIASES.get(key, ())):
+        if c.raw.get(k) is not None:
+            return c.raw[k], k
+    return None, key
+
+
+def _int_field(c: ConfigReader, key: str, overrides: dict | None = None):
+    value, name = _field(c, key, overrides or {})
+    return None if value is None else c._int(name, value)
+
+
+def generic(c: ConfigReader) -> Built:
+    n_layers = _int_field(c, "num_hidden_layers")
+    if n_layers is None:
+        raise ModelFactsError(f"{c.where}: config field 'num_hidden_layers' is missing (model_type "
+                              f"{c.model_type}, read generically: no family rules)")
+    per_layer = c.raw.get("per_layer_config") or {}
+    types, _ = _field(c, "layer_types", {})
+    if types is not None:
+        types = layer_types_from(ConfigReader({"layer_types": types}, c.where, c.model_type), n_layers, [])
+    else:
+        window, chunk = _field(c, "sliding_window", {})[0], c.raw.get("attention_chunk_size")
+        types = generic_layer_types(n_layers, window, chunk)
+    layers, params = [], 0
+    h = _int_field(c, "hidden_size")
+    for i, layer_type in enumerate(types):
+        over = per_layer.get(str(i)) or per_layer.get(i) or {}
+        if layer_type in CACHE_LESS:
+            layers.append(())
+            continue
+        if layer_type not in ("full_attention", "sliding_attention", "chunked_attention"):
+            raise ModelFactsError(f"{c.where}: layer type {layer_type!r} (layer {i}) is not one the generic "
+                                  f"reading knows, and model_type {c.model_type} has no family rules")
+        n_heads = _int_field(c, "num_attention_heads", over)
+        if n_heads is None:
+            raise ModelFactsError(f"{c.where}: config field 'num_attention_heads' is missing (model_type "
+                                  f"{c.model_type}, read generically: no family rules)")
+        n_kv = _int_field(c, "num_key_value_heads", over)
+        if n_kv is None:
+            n_kv = n_heads
+            c.defaults_used.append("num_key_value_heads=num_attention_heads")
+        head_dim = _int_field(c, "head_dim", over)
+        if head_dim is None:
+            if h is None:
+                raise ModelFactsError(f"{c.where}: config fields 'head_dim' and 'hidden_size' are both missing "
+                                      f"(model_type {c.model_type}, read generically)")
+            head_dim = h // n_heads
+        window = _int_field(c, "sliding_window", over)
+        chunk = _int_field(c, "attention_chunk_size", over)
+        layers.append(attention_spec(c, layer_type, n_kv, head_dim, window, chunk))
+        if h is not None:
+            params += attn_params(h, n_heads, n_kv, head_dim) + 2 * h
+    inter, vocab = _int_field(c, "intermediate_size"), _int_field(c, "vocab_size")
+    notes = [f"rules: generic (model_type {c.model_type} has no family rules; read from the standard fields "
+             "as transformers' cache reads them)"]
+    if h is not None and inter is not None:
+        params += n_layers * mlp_params(h, inter)
+    if h is not None and vocab is not None:
+        params += embed_params(c, vocab, h, False) + h
+    notes.append("weights: counted as a Llama-shaped decoder (attention, gated MLP, embeddings), analytic"
+                 + ("" if h and inter and vocab else "; fields missing for part of it, so an undercount"))
+    return Built(layers, params, notes)

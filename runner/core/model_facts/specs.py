@@ -1,0 +1,210 @@
+"""The cache specs: what one layer's cache of one kind holds per sequence (transformers' layout) and per request
+in a paged engine (vLLM's v1 specs). Nothing else lives here, as vLLM keeps vllm/v1/kv_cache_interface.py."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .common import BLOCK_TOKENS, cdiv, dtype_bytes
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """One layer's cache of one kind. Elements are per sequence (multiply by the batch)."""
+    kind: ClassVar[str] = "none"
+
+    @property
+    def k_per_token(self) -> int:
+        return 0
+
+    @property
+    def v_per_token(self) -> int:
+        return 0
+
+    @property
+    def cap(self) -> int | None:
+        """Most tokens held (None: every token)."""
+        return None
+
+    def tokens_held(self, seq_len: int) -> int:
+        return seq_len if self.cap is None else min(seq_len, self.cap)
+
+    def state_elements(self) -> tuple[tuple[str, int, str | None], ...]:
+        """Constant tensors: (name, elements, dtype or None for the model dtype)."""
+        return ()
+
+    def k_bytes(self, seq_len: int, batch: int, dtype: str) -> int:
+        return batch * self.k_per_token * self.tokens_held(seq_len) * dtype_bytes(dtype)
+
+    def v_bytes(self, seq_len: int, batch: int, dtype: str) -> int:
+        return batch * self.v_per_token * self.tokens_held(seq_len) * dtype_bytes(dtype)
+
+    def state_bytes(self, batch: int, dtype: str) -> int:
+        return batch * sum(n * dtype_bytes(d or dtype) for _, n, d in self.state_elements())
+
+    def cache_bytes(self, seq_len: int, batch: int, dtype: str) -> int:
+        return self.k_bytes(seq_len, batch, dtype) + self.v_bytes(seq_len, batch, dtype) + \
+            self.state_bytes(batch, dtype)
+
+    # The engine view (vLLM): bytes one request holds on one rank of a TP group.
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        out = {"kind": self.kind, "k_per_token": self.k_per_token, "v_per_token": self.v_per_token,
+               "cap": self.cap}
+        out.update({k: v for k, v in self.__dict__.items()})
+        if self.state_elements():
+            out["state"] = [{"name": n, "elements": e, "dtype": d or "model"} for n, e, d in self.state_elements()]
+        return out
+
+
+def kv_heads_per_rank(heads: int, tp: int) -> int:
+    """Attention heads one rank keeps: split across ranks, one replicated head where heads < tp."""
+    return max(1, cdiv(heads, tp))
+
+
+@dataclass(frozen=True)
+class FullAttentionSpec(CacheSpec):
+    kind: ClassVar[str] = "full"
+    num_kv_heads: int
+    head_dim: int
+    head_dim_v: int | None = None       # None: same as head_dim
+    engine_kv_heads: int | None = None  # where an engine keeps fewer heads than transformers (Falcon-40B)
+
+    @property
+    def k_per_token(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def v_per_token(self) -> int:
+        return self.num_kv_heads * (self.head_dim_v or self.head_dim)
+
+    def engine_pages(self, seq_len: int) -> int:
+        return cdiv(seq_len, BLOCK_TOKENS)
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        heads = kv_heads_per_rank(self.engine_kv_heads or self.num_kv_heads, tp)
+        page = BLOCK_TOKENS * heads * (self.head_dim + (self.head_dim_v or self.head_dim)) * dtype_bytes(dtype)
+        return self.engine_pages(seq_len) * page
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec(FullAttentionSpec):
+    kind: ClassVar[str] = "sliding"
+    sliding_window: int = 0
+
+    @property
+    def cap(self) -> int:
+        return self.sliding_window - 1  # DynamicSlidingWindowLayer keeps window-1 tokens
+
+    def engine_pages(self, seq_len: int) -> int:
+        skipped = max(0, seq_len - self.sliding_window + 1)  # SlidingWindowManager.get_num_skipped_tokens
+        return cdiv(seq_len, BLOCK_TOKENS) - skipped // BLOCK_TOKENS
+
+
+@dataclass(frozen=True)
+class ChunkedLocalAttentionSpec(FullAttentionSpec):
+    kind: ClassVar[str] = "chunked"
+    attention_chunk_size: int = 0
+
+    @property
+    def cap(self) -> int:
+        return self.attention_chunk_size - 1  # a DynamicSlidingWindowLayer with the chunk as its window
+
+    def engine_pages(self, seq_len: int) -> int:
+        skipped = seq_len // self.attention_chunk_size * self.attention_chunk_size  # ChunkedLocalAttentionManager
+        return cdiv(seq_len, BLOCK_TOKENS) - skipped // BLOCK_TOKENS
+
+
+@dataclass(frozen=True)
+class MLALatentSpec(CacheSpec):
+    """transformers 5.24's MLA cache: keys = latent (kv_lora_rank), values = rotary key, one head."""
+    kind: ClassVar[str] = "mla_latent"
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    # DSA (DeepSeek-V3.2, GLM-5): cache_utils.DynamicIndexedLayer also keeps the indexer's key, one
+    # index_head_dim vector per token (`indexer_keys`), counted with the keys here
+    indexer_head_dim: int = 0
+
+    @property
+    def k_per_token(self) -> int:
+        return self.kv_lora_rank + self.indexer_head_dim
+
+    @property
+    def v_per_token(self) -> int:
+        return self.qk_rope_head_dim
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        # MLAAttentionSpec: one head of kv_lora_rank + qk_rope_head_dim, replicated on every TP rank; a DSA
+        # indexer key per token beside it, at the same dtype (vLLM's FP8 indexer cache is not modelled)
+        page = BLOCK_TOKENS * (self.kv_lora_rank + self.qk_rope_head_dim + self.indexer_head_dim) * dtype_bytes(dtype)
+        return cdiv(seq_len, BLOCK_TOKENS) * page
+
+
+@dataclass(frozen=True)
+class MLAPerHeadSpec(CacheSpec):
+    """The decompressed MLA layout: per-head K (nope + rope) and V."""
+    kind: ClassVar[str] = "mla_per_head"
+    num_heads: int
+    qk_head_dim: int
+    v_head_dim: int
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    indexer_head_dim: int = 0
+
+    @property
+    def k_per_token(self) -> int:
+        return self.num_heads * self.qk_head_dim + self.indexer_head_dim
+
+    @property
+    def v_per_token(self) -> int:
+        return self.num_heads * self.v_head_dim
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        # an engine caches the latent whatever transformers does
+        return MLALatentSpec(self.kv_lora_rank, self.qk_rope_head_dim, self.indexer_head_dim).engine_bytes(
+            seq_len, dtype, tp)
+
+
+@dataclass(frozen=True)
+class _StateSpec(CacheSpec):
+    """A constant-size recurrent cache: a causal-conv window and a recurrent (SSM / delta-rule) state."""
+    conv_dim: int
+    conv_kernel: int
+    recurrent_shape: tuple[int, ...]
+    recurrent_dtype: str | None = "float32"  # transformers' torch paths keep it in float32
+    # Mamba-2: groups are replicated up to the TP size by vLLM (MambaStateShapeCalculator.mamba2_state_shape)
+    n_groups: int = 0
+    ssm_state_size: int = 0
+
+    def state_elements(self):
+        return (("conv", self.conv_dim * self.conv_kernel, None),
+                ("recurrent", math.prod(self.recurrent_shape), self.recurrent_dtype))
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        conv_dim = self.conv_dim
+        if self.n_groups and self.n_groups % tp:
+            conv_dim += 2 * (tp - self.n_groups) * self.ssm_state_size  # extra_groups_for_head_shards
+        conv = cdiv(conv_dim, tp) * (self.conv_kernel - 1)
+        heads, *rest = self.recurrent_shape
+        recurrent = cdiv(heads, tp) * math.prod(rest)
+        return (conv + recurrent) * dtype_bytes(dtype)  # one page, mamba_ssm_cache_dtype "auto"
+
+
+@dataclass(frozen=True)
+class LinearAttentionStateSpec(_StateSpec):
+    kind: ClassVar[str] = "linear_state"
+
+
+@dataclass(frozen=True)
+class MambaStateSpec(_StateSpec):
+    kind: ClassVar[str] = "mamba_state"
+
+
+LayerCache = tuple[CacheSpec, ...]
+
+
+def layer_kind(layer: LayerCache) -> str:
+    return "+".join(s.kind for s in layer) or "none"
+
