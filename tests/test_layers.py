@@ -3,26 +3,15 @@ but `run` imports no torch (checked on the imports of every module, and by runni
 Click's conventions for usage errors."""
 import ast
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import cli_process as _cli, imported_modules as _imported_modules
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-
-
-def _imported_modules(*args, cwd) -> set[str]:
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "kvreport.runner", *args], capture_output=True,
-                       text=True, cwd=cwd, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    names = set()
-    for line in r.stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip())
-    assert names, "no -X importtime output"
-    return names
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +43,13 @@ def test_reading_commands_never_import_torch(args, db, tmp_path):
     heavy = sorted(n for n in names if n.split(".")[0] in ("torch", "transformers"))
     assert not heavy, f"kvreport {' '.join(args[:1])} imported {heavy[:5]}"
     assert not any(n.startswith("kvreport.runner.measure") for n in names)
+
+
+def test_a_bad_iterations_value_is_refused_before_torch_is_imported(tmp_path):
+    names = _imported_modules("run", "--iterations", "1,7", "--db", tmp_path / "k.duckdb", cwd=tmp_path, exit_code=2)
+    assert "kvreport.runner.commands.run" in names
+    assert not sorted(n for n in names if n.split(".")[0] in ("torch", "transformers"))
+    assert not (tmp_path / "k.duckdb").exists()
 
 
 def _imports_of(path: Path) -> set[str]:
@@ -170,11 +166,6 @@ def test_experiments_do_not_import_each_other():
             continue
         others = {m.rsplit(".", 1)[-1] for m in _imports_of(path) if m.startswith("kvreport.runner.measure.experiments.")}
         assert not (others & names) - {path.stem}, f"{path.name} imports experiment(s) {sorted(others & names)}"
-
-
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_usage_errors_exit_2_with_clicks_usage_message():
