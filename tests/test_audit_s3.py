@@ -89,6 +89,8 @@ def test_a_missing_object_is_one_line_naming_it(tmp_path, bucket):
     assert not (tmp_path / "a.duckdb").exists()
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_the_same_objects_on_ray_give_the_same_audit(tmp_path, bucket):
     """--ray local on the bucket: the copies go to --ray-scratch, where the workers read them."""
     pytest.importorskip("ray")

@@ -7,12 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+# `kvreport ...` runs main() in this process (no Python or torch start-up); cli_process where a child matters.
+from conftest import cli_in_process as kvreport, cli_process
 from htmldoc import Doc
-
-
-def kvreport(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +55,11 @@ def test_build_renders_memory_page_with_match_table(quick_run):
     assert 'src="assets/plotly.min.js"' in (out / "memory.html").read_text()
 
 
+@pytest.mark.slow
 def test_build_is_byte_identical(quick_run, tmp_path):
     _, db, _ = quick_run
-    for name in ("a", "b"):
-        assert kvreport("build", "--db", str(db), "--out", str(tmp_path / name)).returncode == 0
+    for name in ("a", "b"):  # two processes: each hashes strings with its own seed
+        assert cli_process("build", "--db", str(db), "--out", str(tmp_path / name)).returncode == 0
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert files_a == files_b
@@ -143,6 +141,7 @@ def test_folder_without_config_is_a_clear_error(tmp_path):
     assert r.returncode != 0 and "no config.json" in r.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_marks_the_run_interrupted(tmp_path):
     import signal
     import time

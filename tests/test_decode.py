@@ -23,7 +23,7 @@ from kvreport.runner.measure.kv_cache import cache_seq_len, forward_with_cache
 from kvreport.runner.measure.models import load_model
 
 from fake_cuda import FakeCuda, decoders, failing_rewind
-from measure_helpers import ctx_for, make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from measure_helpers import ctx_for, make_ctx
 
 META = torch.device("meta")
 NO_HEADLINE_ROOF = {"copy_roof_gbs": 10.0, "peak_gbs": None}  # skip measuring the headline roof: not under test

@@ -15,15 +15,11 @@ from pathlib import Path
 import pytest
 
 from hostile_disk import tiny_disk
-from conftest import cli_process, one_clear_line as _one_clear_line
+from conftest import cli_process as _cli, one_clear_line as _one_clear_line
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "tests" / "fixtures" / "audit" / "openai.jsonl"
 PUBLISHED_V1 = ROOT / "tests" / "fixtures" / "published_v1.duckdb"
-
-
-def _cli(*args, timeout=300, **kw):
-    return cli_process(*args, timeout=timeout, **kw)
 
 
 def _audits(db: Path) -> list[str]:

@@ -5,16 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
-from conftest import cli_process, one_clear_line as _one_clear_line
+from conftest import cli_process as _cli, one_clear_line as _one_clear_line, quiet_audit
 
 
 def _call(i: int, pad: int = 0, ts="2025-01-01T00:00:00Z") -> str:
@@ -31,7 +28,7 @@ def _log(path: Path, pads: list[int]) -> Path:
 
 
 def _audit(tmp_path, paths, **kw) -> dict:
-    return execute([Path(p) for p in paths], db=tmp_path / "a.duckdb", echo=lambda *_: None, **kw)
+    return quiet_audit(paths, tmp_path / "a.duckdb", **kw)
 
 
 def _rejects(tmp_path) -> list[tuple]:
@@ -42,10 +39,6 @@ def _rejects(tmp_path) -> list[tuple]:
         return con.execute("SELECT line, reason FROM token_rejects ORDER BY line").fetchall()
     finally:
         con.close()
-
-
-def _cli(*args, timeout=120, **kw):
-    return cli_process(*args, timeout=timeout, **kw)
 
 
 # ---------------------------------------------------------------------------------------------------

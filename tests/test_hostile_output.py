@@ -14,15 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_payload_db
+from conftest import cli_process as _cli, write_payload_db
 from hostile_disk import tiny_disk
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -237,8 +232,7 @@ def test_a_sqlite_file_as_db_is_one_line_and_no_network(tmp_path):
                  ["export", "--db", lite, "--out", tmp_path / "e"], ["migrate", lite],
                  ["audit", ROOT / "tests" / "fixtures" / "audit" / "openai.jsonl", "--db", lite],
                  ["merge", lite, "--into", tmp_path / "m.duckdb"]):
-        r = subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
-                           text=True, timeout=300, env=env)
+        r = _cli(*args, env=env)
         err = _one_clear_line(r)
         assert "SQLite" in err and str(lite) in err, (args, err)
         assert "http" not in err.lower() and "extension" not in err.lower(), err

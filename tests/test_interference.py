@@ -13,7 +13,7 @@ from kvreport.runner.measure.experiments import RunContext
 from kvreport.runner.measure.experiments import kv_interference_v3 as interference
 
 from fake_cuda import FakeCuda, InjectedFailure, decoders
-from measure_helpers import CPU, make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from measure_helpers import CPU, make_ctx
 
 NO_HEADLINE_ROOF = {"copy_roof_gbs": 10.0, "peak_gbs": None}  # skip measuring the headline roof: not under test
 

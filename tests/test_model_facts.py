@@ -8,6 +8,7 @@ import pytest
 
 from kvreport.runner.core import model_facts as mf
 from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config
+from conftest import cli_in_process as _kvreport
 
 BF16, F32 = "bfloat16", "float32"
 
@@ -252,11 +253,6 @@ def test_load_paths(tmp_path):
     with pytest.raises(ModelFactsError, match="unknown model 'no-such-model': not a built-in model"):
         mf.load("no-such-model")
     assert mf.load("llama-3.1-8b").bytes_per_token() == 131_072  # a legacy built-in, 16-bit
-
-
-def _kvreport(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True,
-                          timeout=120, **kw)
 
 
 def test_models_command_json(tmp_path):

@@ -683,6 +683,7 @@ def verdict_site(empty_db, tmp_path_factory):
     return base / "site"
 
 
+@pytest.mark.slow
 def test_claims_page_shows_the_verdict_of_each_named_claim(verdict_site):
     got = claim_verdicts((verdict_site / "claims.html").read_text(encoding="utf-8"))
     assert {k: got.get(k) for k in [
