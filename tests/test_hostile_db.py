@@ -32,6 +32,7 @@ def _audits(db: Path) -> list[str]:
         con.close()
 
 
+@pytest.mark.slow
 def test_audits_racing_to_create_one_db_never_remove_each_others_file(tmp_path):
     db = tmp_path / "new.duckdb"
     procs = [subprocess.Popen([sys.executable, "-m", "kvreport.runner", "audit", str(LOG), "--db", str(db)],
@@ -57,6 +58,7 @@ def test_a_db_file_appearing_meanwhile_is_not_replaced(tmp_path):
     assert target.read_bytes() == b"theirs" and sorted(p.name for p in tmp_path.iterdir()) == ["x.duckdb"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("room", ["300k", "1200k"])  # no room for the empty DB / room for it, not the audit
 def test_audit_onto_a_full_disk_is_one_line_and_leaves_no_db(tmp_path, room):
     log = _big_log(tmp_path / "big.jsonl", 30_000)
@@ -87,6 +89,7 @@ def test_migrate_on_a_full_disk_leaves_no_partial_backup(tmp_path):
         assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_merge_into_a_new_file_on_a_full_disk_leaves_no_output(tmp_path):
     src = tmp_path / "src.duckdb"
     assert _cli("audit", _big_log(tmp_path / "big.jsonl", 30_000), "--db", src).returncode == 0
@@ -96,6 +99,7 @@ def test_merge_into_a_new_file_on_a_full_disk_leaves_no_output(tmp_path):
         assert list(disk.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_damaged_db_is_named_and_not_called_in_use(tmp_path):
     db = tmp_path / "d.duckdb"
     assert _cli("audit", LOG, "--db", db).returncode == 0
@@ -107,6 +111,7 @@ def test_a_damaged_db_is_named_and_not_called_in_use(tmp_path):
         assert str(db) in err and "in use" not in err, err
 
 
+@pytest.mark.slow
 def test_scratch_a_killed_audit_left_is_removed_on_the_next_start(tmp_path):
     dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout)

@@ -710,6 +710,7 @@ def test_topic_page_shows_the_verdict_of_a_named_claim(verdict_site, page, claim
     assert [row[v] for row in body if row[c] == claim and row[r] == run] == [verdict]
 
 
+@pytest.mark.slow
 def test_claims_page_shows_the_ledgers_verdict_for_every_claim_and_run(built_site):
     """The fixture site: each (claim, run) row of claims.html carries the verdict of the same row of the
     ledger CSV (which also keeps superseded runs), and every claim of the ledger is on the page."""
