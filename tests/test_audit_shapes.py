@@ -322,6 +322,7 @@ def test_fuzz_every_shape(fmt, tmp_path):
     prop()
 
 
+@pytest.mark.slow
 def test_compressed_shapes_read_the_same(tmp_path):
     import gzip
 

@@ -36,6 +36,7 @@ def test_run_records_formula_match_and_skip(quick_run):
     assert run[:3] == ("complete", "cpu", True) and run[3]
 
 
+@pytest.mark.slow
 def test_build_renders_memory_page_with_match_table(quick_run):
     tmp, db, _ = quick_run
     out = tmp / "site"

@@ -141,6 +141,7 @@ def _big_log(path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_an_interrupted_audit_exits_with_its_code_and_leaves_nothing(tmp_path, sig, code, word):
     log = _big_log(tmp_path / "big.jsonl", 300_000)
@@ -164,6 +165,7 @@ def test_an_interrupted_audit_exits_with_its_code_and_leaves_nothing(tmp_path, s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "tmp"]
 
 
+@pytest.mark.slow
 def test_damaged_data_blocks_are_one_line_naming_the_db(tmp_path):
     """A block that fails its checksum shows only when a query reads it: whichever command meets it says the
     DB file is damaged, naming it, and leaves no output."""

@@ -63,6 +63,7 @@ def test_a_line_too_long_to_audit_is_one_reject_naming_its_size(tmp_path):
     assert "--memory-limit" in reason
 
 
+@pytest.mark.slow
 def test_a_last_line_over_the_readers_buffer_is_not_silently_dropped(tmp_path):
     """DuckDB's reader with its default line size drops a last line of 32 MB or more without a word."""
     s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", [0] * 4 + [33 << 20])], memory_limit="2GB")
