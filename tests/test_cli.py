@@ -217,6 +217,7 @@ def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
     assert "demonstration" not in memory
 
 
+@pytest.mark.slow
 def test_findings_print_what_every_page_opens_with(built_site, fixture_db, tmp_path):
     """`kvreport findings` and the pages read one headline source (analysis/headlines.py, and the claims ledger's
     and the comparison's own answers): the sentence each page opens with is printed, word for word."""

@@ -41,6 +41,7 @@ def meta_ctx(name: str) -> RunContext:
 
 # --- eager and static steps -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama-gqa"])
 def test_decode_modes_and_their_bytes(model):
     ctx = ctx_for(model, copy_roof_gbs=10.0, peak_gbs=None)

@@ -226,6 +226,7 @@ def test_bad_option_values_are_refused_naming_the_option(tmp_path, option, value
     assert not (tmp_path / "a.duckdb").exists()
 
 
+@pytest.mark.slow
 def test_bad_option_values_are_one_line_on_the_command_line(tmp_path):
     log = _log(tmp_path / "l.jsonl", [0])
     for args in (["--idle-timeout", "nan"], ["--memory-limit", "banana"], ["--gpu-hour-price", "inf"]):

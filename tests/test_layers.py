@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_process as _cli, imported_modules as _imported_modules
+from conftest import cli_in_process, cli_process as _cli, imported_modules as _imported_modules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -36,6 +36,7 @@ def db(tmp_path_factory) -> Path:
     ["merge", "{db}", "--into", "{tmp}/merged.duckdb"],
 ], ids=["build-help", "audit-help", "findings", "export", "build", "audit", "audit-model-path", "models",
         "models-path", "migrate", "merge"])
+@pytest.mark.slow
 def test_reading_commands_never_import_torch(args, db, tmp_path):
     args = [a.format(db=db, tmp=tmp_path) for a in args]
     names = _imported_modules(*args, cwd=tmp_path)
@@ -185,7 +186,7 @@ def test_version_and_flag_help():
 
 
 def test_only_with_an_unknown_experiment_lists_the_valid_names(tmp_path):
-    r = _cli("run", "--only", "kv_memory_v2,nope", "--db", str(tmp_path / "k.duckdb"))
+    r = cli_in_process("run", "--only", "kv_memory_v2,nope", "--db", str(tmp_path / "k.duckdb"))
     assert r.returncode == 2 and "nope" in r.stderr and "kv_memory_v2" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "k.duckdb").exists()
 

@@ -282,6 +282,7 @@ def test_models_command_bad_input_is_one_line_exit_2(args, needle):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_models_command_imports_no_torch():
     code = ("import sys; from kvreport.runner.cli import main\n"
             "try:\n    main(['models', 'llama-3.1-8b', '--json'])\nexcept SystemExit as e:\n    assert not e.code\n"
