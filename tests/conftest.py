@@ -94,7 +94,6 @@ def write_payload_audit(db: Path) -> None:
     import json
 
     from kvreport.runner.audit.demo import _build_tokenizer  # the demo's word-level tokenizer
-    from kvreport.runner.commands.audit import execute
 
     folder = db.parent / "payload-logs"
     folder.mkdir()
@@ -121,7 +120,7 @@ def write_payload_audit(db: Path) -> None:
         {"model": p["request-model"], "input_mtok": 1.0, "output_mtok": 2.0}]}), encoding="utf-8")
     tokenizer = folder / "tokenizer.json"
     _build_tokenizer([f"Time 0 1 2 {p['prompt']} You are a bot {p['instruction']}"]).save(str(tokenizer))
-    execute(logs, db=db, echo=lambda *_: None, prices=prices, tokenizer=str(tokenizer))
+    quiet_audit(logs, db, prices=prices, tokenizer=str(tokenizer))
 
 
 @pytest.fixture(scope="session")
@@ -158,13 +157,69 @@ def run_cli(*argv) -> int:
     return 0
 
 
-def cli_process(*args, timeout=120, **kw):
-    """`python -m kvreport.runner ARGS` in a child process (signals, exit codes, stderr as a user sees them)."""
+def cli_in_process(*args):
+    """`kvreport ARGS` run by main() in this process, its output captured: a CompletedProcess like
+    `cli_process` gives, without a child's start-up (Python, and torch for `run`). An exception main() lets
+    escape is raised here, so a traceback fails the test as it would show in the child's stderr."""
+    import contextlib
+    import io
+    import subprocess
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_cli(*args) or 0  # sys.exit(None) is a success
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def cli_process(*args, timeout=300, **kw):
+    """`python -m kvreport.runner ARGS` in a child process (signals, exit codes, stderr as a user sees them);
+    `kw` goes to subprocess.run (cwd, env). In-process (`run_cli`) is faster where none of that matters."""
     import subprocess
     import sys
 
     return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, **kw)
+
+
+def imported_modules(*args, cwd=None, exit_code=0) -> set[str]:
+    """The modules `python -X importtime -m kvreport.runner ARGS` imported: a child process, because this one
+    has imported everything already. Asserts the command exited with `exit_code`."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "kvreport.runner", *map(str, args)],
+                       capture_output=True, text=True, cwd=cwd, timeout=300)
+    assert r.returncode == exit_code, r.stderr[-2000:]
+    names = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert names, "no -X importtime output"
+    return names
+
+
+def quiet_audit(paths, db: Path, **options) -> dict:
+    """`kvreport audit PATHS --db DB` in this process with nothing printed; its summary. `options` are the
+    audit's own (prices=, tokenizer=, strict=, ...)."""
+    from kvreport.runner.commands.audit import execute
+
+    return execute([Path(p) for p in paths], db=Path(db), echo=lambda *_: None, **options)
+
+
+def audit_and_open(tmp_path: Path, *files, db_name: str = "a.duckdb", **options):
+    """`quiet_audit` of FILES into tmp_path/db_name: its summary and a read-only connection to the DB."""
+    import duckdb
+
+    db = tmp_path / db_name
+    return quiet_audit(files, db, **options), duckdb.connect(str(db), read_only=True)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The built-in tiny-gpt2 on the CPU in float32, loaded once per test module."""
+    import torch
+
+    from kvreport.runner.measure.models import load_model
+
+    return load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
 
 
 def one_clear_line(r) -> str:

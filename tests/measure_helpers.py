@@ -1,10 +1,10 @@
 """Shared by the tests of the measuring code (test_compaction, test_decode, test_pressure, ...): the CPU
-device, a tiny model, run contexts, and a fake cache. Not a test module (HTML helpers: htmldoc.py)."""
+device, run contexts, and a fake cache (the `tiny` model fixture is in conftest.py). Not a test module (HTML
+helpers: htmldoc.py)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
 import torch
 from transformers.cache_utils import DynamicLayer
 
@@ -12,11 +12,6 @@ from kvreport.runner.measure.experiments import RunContext
 from kvreport.runner.measure.models import load_model
 
 CPU = torch.device("cpu")
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny-gpt2", CPU, torch.float32)
 
 
 def make_ctx(loaded, **kw) -> RunContext:

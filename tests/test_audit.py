@@ -10,14 +10,9 @@ import duckdb
 import pytest
 
 from kvreport.runner.commands.audit import execute
+from conftest import audit_and_open as audit
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
-
-
-def audit(tmp_path, *files, db_name="a.duckdb", **kw) -> tuple[dict, duckdb.DuckDBPyConnection]:
-    db = tmp_path / db_name
-    summary = execute([Path(f) for f in files], db=db, echo=lambda *_: None, **kw)
-    return summary, duckdb.connect(str(db), read_only=True)
 
 
 def rows(con, sql, *params) -> list[dict]:
@@ -172,6 +167,7 @@ def test_unknown_format_and_unreadable_files_write_nothing(tmp_path, capsys):
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_nothing_valid_and_strict(tmp_path, capsys):
     db = tmp_path / "k.duckdb"
     bad = tmp_path / "bad.jsonl"
@@ -261,6 +257,7 @@ def test_tokenizer_counts_spor_and_finds_a_timestamp_at_the_top(tmp_path):
     assert "helpful bot" not in json.dumps(rows(con, "SELECT * FROM token_calls"), default=str)
 
 
+@pytest.mark.slow
 def test_measured_bytes_per_token_preferred(tmp_path):
     from kvreport.runner.commands.run import execute as run
 

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 
 from kvreport.runner.audit.kv_pricing import gpu_memory
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
+from conftest import audit_and_open as _audit, quiet_audit
 
 genai_prices = pytest.importorskip("genai_prices")
 
@@ -37,12 +37,6 @@ def _anthropic(session, ts, model, inp, read, write, out) -> dict:
 def _write(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
-
-
-def _audit(tmp_path, *files, **kw):
-    db = tmp_path / "a.duckdb"
-    summary = execute([Path(f) for f in files], db=db, echo=lambda *_: None, **kw)
-    return summary, duckdb.connect(str(db), read_only=True)
 
 
 def _calls(con) -> list[dict]:
@@ -221,7 +215,7 @@ def test_bad_prices_file_fails_before_anything_is_written(tmp_path, name, text, 
     bad = tmp_path / name
     bad.write_text(text)
     with pytest.raises(UserError) as exc:
-        execute([log], db=tmp_path / "a.duckdb", echo=lambda *_: None, prices=bad)
+        quiet_audit([log], tmp_path / "a.duckdb", prices=bad)
     assert str(bad) in str(exc.value) and expect in str(exc.value)
     assert not (tmp_path / "a.duckdb").exists()
 
@@ -247,7 +241,7 @@ def test_gpu_hour_price_turns_idle_kv_into_dollars(tmp_path):
     cap = _claim(con, "token-double-capacity")
     assert f"frees ${ttl[300.0]:,.2f} of GPU memory time at $2/GPU-hour" in cap["measured_value"]
     with pytest.raises(UserError, match="--gpu-hour-price"):
-        execute([log], db=tmp_path / "b.duckdb", echo=lambda *_: None, gpu_hour_price=-1.0)
+        quiet_audit([log], tmp_path / "b.duckdb", gpu_hour_price=-1.0)
 
 
 def test_no_gpu_price_says_why(tmp_path):
@@ -300,6 +294,7 @@ def test_whatif_prices_the_achievable_pcer_against_no_caching(tmp_path):
     assert bill["measured_value"].startswith(f"{s['audit_id']}: {100 * saving:.0f}% lower than no caching")
 
 
+@pytest.mark.slow
 def test_audit_page_shows_costs_whatif_chart_and_snapshot_date(tmp_path, fixture_db):
     import shutil
 
@@ -311,7 +306,7 @@ def test_audit_page_shows_costs_whatif_chart_and_snapshot_date(tmp_path, fixture
         _openai("s1", "2025-06-02T10:00:00Z", "gpt-4o", 1000, 900, 20),
         _openai("s1", "2025-06-02T10:01:00Z", "acme-9000", 1000, 0, 10),
     ])
-    s = execute([log], db=db, echo=lambda *_: None, gpu_hour_price=2.0)
+    s = quiet_audit([log], db, gpu_hour_price=2.0)
     build_site(db, tmp_path / "site")
     page = (tmp_path / "site" / "audit.html").read_text()
     detail = page[page.index(f'id="detail-{s["audit_id"]}"'):]

@@ -89,16 +89,19 @@ def _same_audit(path: Path, tmp_path: Path) -> dict[str, str]:
     return res_fast.readers
 
 
+@pytest.mark.slow
 def test_a_clean_file_takes_the_fast_reader_and_gives_the_line_exact_audit(tmp_path):
     log = _write(tmp_path / "clean.jsonl", _lines())
     assert _same_audit(log, tmp_path) == {str(log): "fast"}
 
 
+@pytest.mark.slow
 def test_a_file_without_a_final_newline_is_counted_whole(tmp_path):
     log = _write(tmp_path / "noeol.jsonl", _lines(), end="")
     assert _same_audit(log, tmp_path) == {str(log): "fast"}
 
 
+@pytest.mark.slow
 def test_lines_needing_their_raw_text_are_read_again_at_their_own_numbers(tmp_path):
     lines = _lines(200)  # enough lines for these to be read again, not the whole file
     for k, extra in enumerate(_needing_raw()):
@@ -109,6 +112,7 @@ def test_lines_needing_their_raw_text_are_read_again_at_their_own_numbers(tmp_pa
     assert {r["line"]: r["reason"] for r in tables["token_rejects"]}[6] == "malformed JSON"  # inserted at index 5
 
 
+@pytest.mark.slow
 def test_bytes_that_are_not_utf8_are_read_as_the_line_exact_reader_reads_them(tmp_path):
     log = tmp_path / "bytes.jsonl"
     lines = [s.encode() for s in _lines()]
@@ -117,6 +121,7 @@ def test_bytes_that_are_not_utf8_are_read_as_the_line_exact_reader_reads_them(tm
     assert _same_audit(log, tmp_path) == {str(log): "fast, 1 lines line-exact"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blank", ["", "   ", "\t"])
 def test_a_blank_line_sends_the_whole_file_down_the_line_exact_reader(tmp_path, blank):
     """The JSON reader skips blank lines, so its row order no longer numbers the lines: one row per line is
@@ -129,12 +134,14 @@ def test_a_blank_line_sends_the_whole_file_down_the_line_exact_reader(tmp_path, 
     assert [r["line"] for r in tables["token_rejects"]] == [47, 48, 49, 50]
 
 
+@pytest.mark.slow
 def test_a_file_mostly_needing_raw_text_is_read_line_exactly_whole(tmp_path):
     lines = _lines()[:10] + ["{broken"] * (10 // ingest.FAST_PATH_RAW_SHARE + 1)
     log = _write(tmp_path / "broken.jsonl", lines)
     assert _same_audit(log, tmp_path) == {str(log): "line-exact"}
 
 
+@pytest.mark.slow
 def test_a_carriage_return_keeps_a_file_off_the_fast_reader(tmp_path):
     """A lone \r is JSON whitespace to the JSON reader but damage to the line-exact one (which rejects the line):
     such a file is read line-exactly."""

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kvreport.runner.audit.ingest import BLANK_CHARS
+from conftest import quiet_audit
 
 # Fuzzing: seconds per test, not milliseconds (`pytest -m 'not slow'` for a quick pass; CI runs everything).
 pytestmark = pytest.mark.slow
@@ -208,11 +209,10 @@ def _audit(path: Path, db: Path, strict: bool = False) -> tuple[int, str]:
     UserError's code and message. Anything else (the CLI's "internal error") propagates with its traceback
     and fails the test. In-process through `execute`: building the Typer app per call costs more than
     the audit itself."""
-    from kvreport.runner.commands.audit import execute
     from kvreport.runner.core.errors import UserError
 
     try:
-        execute([path], db=db, strict=strict, echo=lambda *_: None)
+        quiet_audit([path], db, strict=strict)
     except UserError as exc:
         return exc.exit_code, f"error: {exc}"
     return 0, ""

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from kvreport.runner.commands.audit import execute
 
@@ -41,6 +42,7 @@ def _no_file(rows: list) -> list:
     return [r[1:] for r in rows]
 
 
+@pytest.mark.slow
 def test_gz_and_zst_give_the_same_audit_as_the_plain_file(tmp_path):
     raw = (FIX / "openai.jsonl").read_bytes()
     (tmp_path / "log.jsonl.gz").write_bytes(gzip.compress(raw))
@@ -58,6 +60,7 @@ def test_gz_and_zst_give_the_same_audit_as_the_plain_file(tmp_path):
         assert _no_file(calls) == _no_file(plain[0]) and _no_file(rej) == _no_file(plain[1])
 
 
+@pytest.mark.slow
 def test_compressed_sessions_csv_and_messy_lines(tmp_path):
     """The readers that are not DuckDB's (CSV records, the normalised copy of a file with stray bytes)
     decompress too."""
@@ -74,6 +77,7 @@ def test_compressed_sessions_csv_and_messy_lines(tmp_path):
         assert _no_file(x[0]) == _no_file(y[0]) and _no_file(x[1]) == _no_file(y[1]) and x[2] == y[2]
 
 
+@pytest.mark.slow
 def test_folders_and_quoted_globs_read_every_file_and_name_it(tmp_path):
     logs = tmp_path / "logs"
     (logs / "2026-11").mkdir(parents=True)
@@ -130,6 +134,7 @@ def test_since_until_audit_a_time_window(tmp_path):
     assert run_cli("audit", log, "--since", "2026-11-02", "--until", "2026-11-01", "--db", tmp_path / "x.duckdb") == 2
 
 
+@pytest.mark.slow
 def test_progress_only_on_a_terminal(tmp_path, capsys):
     assert run_cli("audit", FIX / "openai.jsonl", "--db", tmp_path / "a.duckdb") == 0
     err = capsys.readouterr().err
@@ -138,6 +143,7 @@ def test_progress_only_on_a_terminal(tmp_path, capsys):
     assert "lines/s" in capsys.readouterr().err  # forced on, as on a terminal
 
 
+@pytest.mark.slow
 def test_slices_give_the_same_prompt_bloat_as_one_pass(tmp_path, monkeypatch):
     """The bloat steps run per slice of calls (pipeline.SLICE); slice edges must not lose or split a pair."""
     import kvreport.runner.audit.pipeline as pipeline
@@ -172,6 +178,7 @@ def test_slices_give_the_same_prompt_bloat_as_one_pass(tmp_path, monkeypatch):
     con.close()
 
 
+@pytest.mark.slow
 def test_spilled_tables_survive_until_they_are_stored(tmp_path):
     """With a memory limit far below the audit's data, DuckDB spills into the scratch folder; the folder
     must outlive the copy into the DB (it was removed first, and the audit failed at its last step)."""
@@ -183,6 +190,7 @@ def test_spilled_tables_survive_until_they_are_stored(tmp_path):
     assert s["n_calls"] == 300000
 
 
+@pytest.mark.slow
 def test_calls_are_stored_narrow_with_their_labels(tmp_path, monkeypatch):
     """token_calls (a view since schema step 006) gives every call its file, format, provider, models and price
     source from token_call_labels; the same calls come back whether each finds its label by hash or, after a

@@ -21,6 +21,7 @@ from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
 
 ray = pytest.importorskip("ray")
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 # Columns that differ between any two runs of the audit, on one process or many.

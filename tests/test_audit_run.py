@@ -28,6 +28,7 @@ def site(tmp_path_factory):
     return db, tmp / "site"
 
 
+@pytest.mark.slow
 def test_demo_audit_is_stored_with_the_run(site):
     db, _ = site
     con = duckdb.connect(str(db), read_only=True)

@@ -18,6 +18,7 @@ from kvreport.runner.core.errors import UserError
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
+pytestmark = pytest.mark.slow  # starts moto's S3 server for the module
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 LOGS = ("openai.jsonl", "anthropic.jsonl", "litellm.jsonl", "sessions.csv")
@@ -89,6 +90,7 @@ def test_a_missing_object_is_one_line_naming_it(tmp_path, bucket):
     assert not (tmp_path / "a.duckdb").exists()
 
 
+@pytest.mark.ray
 def test_the_same_objects_on_ray_give_the_same_audit(tmp_path, bucket):
     """--ray local on the bucket: the copies go to --ray-scratch, where the workers read them."""
     pytest.importorskip("ray")

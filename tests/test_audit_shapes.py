@@ -148,6 +148,7 @@ def test_each_shape_by_hand(tmp_path, name):
             in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_explicit_format_reads_the_same(tmp_path, name):
     fmt = CASES[name][0]
@@ -157,6 +158,7 @@ def test_explicit_format_reads_the_same(tmp_path, name):
         query(auto, "SELECT * EXCLUDE (audit_id) FROM token_calls ORDER BY line")
 
 
+@pytest.mark.slow
 def test_a_mixed_pile_gives_each_files_own_results(tmp_path):
     names = sorted(CASES) + ["openai.jsonl", "otel.jsonl"]  # the new shapes and two older formats, one call
     s, pile, _ = audit(tmp_path, [FIX / n for n in names], db_name="pile.duckdb")
@@ -299,6 +301,7 @@ def _langfuse_may_skip(text: str) -> bool:
     return any(t is not None and not (isinstance(t, str) and t.upper() == "GENERATION") for t in types)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(SHAPES))
 def test_fuzz_every_shape(fmt, tmp_path):
     from hypothesis import given, settings
@@ -319,6 +322,7 @@ def test_fuzz_every_shape(fmt, tmp_path):
     prop()
 
 
+@pytest.mark.slow
 def test_compressed_shapes_read_the_same(tmp_path):
     import gzip
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import CHROMIUM, chromium_available
 
 OK, WHY = chromium_available()
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not OK, reason=WHY)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(not OK, reason=WHY)]
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync"]

@@ -7,12 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+# `kvreport ...` runs main() in this process (no Python or torch start-up); cli_process where a child matters.
+from conftest import cli_in_process as kvreport, cli_process
 from htmldoc import Doc
-
-
-def kvreport(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +36,7 @@ def test_run_records_formula_match_and_skip(quick_run):
     assert run[:3] == ("complete", "cpu", True) and run[3]
 
 
+@pytest.mark.slow
 def test_build_renders_memory_page_with_match_table(quick_run):
     tmp, db, _ = quick_run
     out = tmp / "site"
@@ -58,10 +56,11 @@ def test_build_renders_memory_page_with_match_table(quick_run):
     assert 'src="assets/plotly.min.js"' in (out / "memory.html").read_text()
 
 
+@pytest.mark.slow
 def test_build_is_byte_identical(quick_run, tmp_path):
     _, db, _ = quick_run
-    for name in ("a", "b"):
-        assert kvreport("build", "--db", str(db), "--out", str(tmp_path / name)).returncode == 0
+    for name in ("a", "b"):  # two processes: each hashes strings with its own seed
+        assert cli_process("build", "--db", str(db), "--out", str(tmp_path / name)).returncode == 0
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert files_a == files_b
@@ -143,6 +142,7 @@ def test_folder_without_config_is_a_clear_error(tmp_path):
     assert r.returncode != 0 and "no config.json" in r.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_marks_the_run_interrupted(tmp_path):
     import signal
     import time
@@ -217,6 +217,7 @@ def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
     assert "demonstration" not in memory
 
 
+@pytest.mark.slow
 def test_findings_print_what_every_page_opens_with(built_site, fixture_db, tmp_path):
     """`kvreport findings` and the pages read one headline source (analysis/headlines.py, and the claims ledger's
     and the comparison's own answers): the sentence each page opens with is printed, word for word."""

@@ -9,7 +9,7 @@ import torch
 
 from kvreport.runner.measure.experiments import kv_crossover_v3 as crossover
 
-from measure_helpers import make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from measure_helpers import make_ctx
 
 
 def test_gpt2_crossover_is_the_seeds_6751():

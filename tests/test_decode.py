@@ -23,7 +23,7 @@ from kvreport.runner.measure.kv_cache import cache_seq_len, forward_with_cache
 from kvreport.runner.measure.models import load_model
 
 from fake_cuda import FakeCuda, decoders, failing_rewind
-from measure_helpers import ctx_for, make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from measure_helpers import ctx_for, make_ctx
 
 META = torch.device("meta")
 NO_HEADLINE_ROOF = {"copy_roof_gbs": 10.0, "peak_gbs": None}  # skip measuring the headline roof: not under test
@@ -41,6 +41,7 @@ def meta_ctx(name: str) -> RunContext:
 
 # --- eager and static steps -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama-gqa"])
 def test_decode_modes_and_their_bytes(model):
     ctx = ctx_for(model, copy_roof_gbs=10.0, peak_gbs=None)
@@ -70,6 +71,7 @@ def test_decode_modes_and_their_bytes(model):
         assert r["overhead_ms"] is None  # not separable on the CPU
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["eager", "static"])
 def test_decoders_compute_the_same_steps_after_every_reset(mode):
     ctx = ctx_for("tiny-llama-gqa")
@@ -227,6 +229,7 @@ def test_a_replay_that_computes_something_else_is_refused(tiny):
 
 # --- the decode experiment: one mode's failure is that mode's skip --------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inject", ["warm-up", "capture", ("rewind", 1)])
 def test_decode_experiment_records_the_graph_failure_and_keeps_the_other_modes(tiny, inject):
     if isinstance(inject, tuple):  # the graph decoder's first reset fails; the static decoders' are untouched
@@ -243,6 +246,7 @@ def test_decode_experiment_records_the_graph_failure_and_keeps_the_other_modes(t
     assert any(line.startswith(f"decode graph skipped: CUDA graph {phase} failed") for line in result.summary)
 
 
+@pytest.mark.slow
 def test_any_failure_of_one_mode_keeps_the_rows_of_the_others(tiny):
     """Not a ModeUnavailable: a plain error in a timed call's reset. Static is recorded as failed, with the
     shape and the exception; eager keeps every row."""
@@ -257,6 +261,7 @@ def test_any_failure_of_one_mode_keeps_the_rows_of_the_others(tiny):
 
 # --- the static step on the meta device: what a CUDA graph capture cannot hold --------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2", "llama-3.1-8b"])
 def test_static_step_of_the_real_architectures_can_be_captured(name):
     """The built-in gpt2 and llama-3.1-8b (full size: the meta device holds no data) run their static

@@ -28,6 +28,7 @@ def test_frag_plan_is_deterministic():
     assert plan({**spec, "seed": 4}) != (lengths, evicted)
 
 
+@pytest.mark.slow
 def test_frag_child_failure_is_a_clear_error():
     spec = kf.scenario_spec(ctx_for("tiny-gpt2"), 1 << 20)
     spec["device"] = "cpu"
@@ -36,6 +37,7 @@ def test_frag_child_failure_is_a_clear_error():
 
 
 
+@pytest.mark.slow
 def test_fragmentation_page_and_claim_with_gpu_rows(tmp_path):
     """GPU-shaped rows (written by hand, for the renderer only): the page draws the chart and the table,
     and the claim's verdict follows the numbers."""

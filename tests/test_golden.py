@@ -32,6 +32,7 @@ def _golden_versions() -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_site_matches_golden_snapshot(built_site):
     want, have = _golden_versions(), make_golden.versions()
     if want != have:

@@ -118,6 +118,7 @@ def test_same_size_roof_is_measured_once_and_flags_above_105_percent(monkeypatch
     assert ceilings.new_roof_rows(ctx) == []  # each point is stored once, by the experiment that measured it
 
 
+@pytest.mark.slow
 def test_device_ceilings_fills_the_roof_curve_at_the_compaction_sizes():
     from kvreport.runner.measure.compaction import planned_workloads
     from kvreport.runner.measure.experiments import device_ceilings
@@ -164,6 +165,7 @@ TRITON_CHECK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_triton_row_gather_matches_advanced_indexing_under_the_interpreter():
     """Runs in a child process: TRITON_INTERPRET must be set before triton is imported, and must not leak
     into the other tests (the Triton methods count as unavailable on the CPU otherwise)."""
@@ -387,6 +389,7 @@ def _offsets_are_64_bit(body: str) -> bool:
             and all(re.search(r"\[ ?%rd\d+", line) for line in body.splitlines() if re.search(r"(ld|st)\.global", line)))
 
 
+@pytest.mark.slow
 def test_triton_gather_compiles_for_sm90_with_16_byte_accesses_and_64_bit_offsets():
     body = _gather_ptx_for_sm90(True)
     loads = re.findall(r"ld\.global\S*", body)

@@ -15,15 +15,11 @@ from pathlib import Path
 import pytest
 
 from hostile_disk import tiny_disk
-from conftest import cli_process, one_clear_line as _one_clear_line
+from conftest import cli_process as _cli, one_clear_line as _one_clear_line
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "tests" / "fixtures" / "audit" / "openai.jsonl"
 PUBLISHED_V1 = ROOT / "tests" / "fixtures" / "published_v1.duckdb"
-
-
-def _cli(*args, timeout=300, **kw):
-    return cli_process(*args, timeout=timeout, **kw)
 
 
 def _audits(db: Path) -> list[str]:
@@ -36,6 +32,7 @@ def _audits(db: Path) -> list[str]:
         con.close()
 
 
+@pytest.mark.slow
 def test_audits_racing_to_create_one_db_never_remove_each_others_file(tmp_path):
     db = tmp_path / "new.duckdb"
     procs = [subprocess.Popen([sys.executable, "-m", "kvreport.runner", "audit", str(LOG), "--db", str(db)],
@@ -61,6 +58,7 @@ def test_a_db_file_appearing_meanwhile_is_not_replaced(tmp_path):
     assert target.read_bytes() == b"theirs" and sorted(p.name for p in tmp_path.iterdir()) == ["x.duckdb"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("room", ["300k", "1200k"])  # no room for the empty DB / room for it, not the audit
 def test_audit_onto_a_full_disk_is_one_line_and_leaves_no_db(tmp_path, room):
     log = _big_log(tmp_path / "big.jsonl", 30_000)
@@ -91,6 +89,7 @@ def test_migrate_on_a_full_disk_leaves_no_partial_backup(tmp_path):
         assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_merge_into_a_new_file_on_a_full_disk_leaves_no_output(tmp_path):
     src = tmp_path / "src.duckdb"
     assert _cli("audit", _big_log(tmp_path / "big.jsonl", 30_000), "--db", src).returncode == 0
@@ -100,6 +99,7 @@ def test_merge_into_a_new_file_on_a_full_disk_leaves_no_output(tmp_path):
         assert list(disk.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_damaged_db_is_named_and_not_called_in_use(tmp_path):
     db = tmp_path / "d.duckdb"
     assert _cli("audit", LOG, "--db", db).returncode == 0
@@ -111,6 +111,7 @@ def test_a_damaged_db_is_named_and_not_called_in_use(tmp_path):
         assert str(db) in err and "in use" not in err, err
 
 
+@pytest.mark.slow
 def test_scratch_a_killed_audit_left_is_removed_on_the_next_start(tmp_path):
     dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout)
@@ -140,6 +141,7 @@ def _big_log(path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_an_interrupted_audit_exits_with_its_code_and_leaves_nothing(tmp_path, sig, code, word):
     log = _big_log(tmp_path / "big.jsonl", 300_000)
@@ -163,6 +165,7 @@ def test_an_interrupted_audit_exits_with_its_code_and_leaves_nothing(tmp_path, s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "tmp"]
 
 
+@pytest.mark.slow
 def test_damaged_data_blocks_are_one_line_naming_the_db(tmp_path):
     """A block that fails its checksum shows only when a query reads it: whichever command meets it says the
     DB file is damaged, naming it, and leaves no output."""

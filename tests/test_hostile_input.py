@@ -5,16 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
-from conftest import cli_process, one_clear_line as _one_clear_line
+from conftest import cli_process as _cli, one_clear_line as _one_clear_line, quiet_audit
 
 
 def _call(i: int, pad: int = 0, ts="2025-01-01T00:00:00Z") -> str:
@@ -31,7 +28,7 @@ def _log(path: Path, pads: list[int]) -> Path:
 
 
 def _audit(tmp_path, paths, **kw) -> dict:
-    return execute([Path(p) for p in paths], db=tmp_path / "a.duckdb", echo=lambda *_: None, **kw)
+    return quiet_audit(paths, tmp_path / "a.duckdb", **kw)
 
 
 def _rejects(tmp_path) -> list[tuple]:
@@ -42,10 +39,6 @@ def _rejects(tmp_path) -> list[tuple]:
         return con.execute("SELECT line, reason FROM token_rejects ORDER BY line").fetchall()
     finally:
         con.close()
-
-
-def _cli(*args, timeout=120, **kw):
-    return cli_process(*args, timeout=timeout, **kw)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -70,6 +63,7 @@ def test_a_line_too_long_to_audit_is_one_reject_naming_its_size(tmp_path):
     assert "--memory-limit" in reason
 
 
+@pytest.mark.slow
 def test_a_last_line_over_the_readers_buffer_is_not_silently_dropped(tmp_path):
     """DuckDB's reader with its default line size drops a last line of 32 MB or more without a word."""
     s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", [0] * 4 + [33 << 20])], memory_limit="2GB")
@@ -232,6 +226,7 @@ def test_bad_option_values_are_refused_naming_the_option(tmp_path, option, value
     assert not (tmp_path / "a.duckdb").exists()
 
 
+@pytest.mark.slow
 def test_bad_option_values_are_one_line_on_the_command_line(tmp_path):
     log = _log(tmp_path / "l.jsonl", [0])
     for args in (["--idle-timeout", "nan"], ["--memory-limit", "banana"], ["--gpu-hour-price", "inf"]):

@@ -14,15 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_payload_db
+from conftest import cli_process as _cli, write_payload_db
 from hostile_disk import tiny_disk
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -61,6 +56,7 @@ def test_build_refuses_a_folder_that_is_not_a_kvreport_site(db, tmp_path):
     assert not list(tmp_path.glob(".kvreport-*"))  # nothing staged beside it either
 
 
+@pytest.mark.slow
 def test_build_into_empty_or_own_site_keeps_files_it_did_not_write(db, tmp_path):
     from kvreport.analysis.site import build_site
     from kvreport.analysis.site.spec import BuildError
@@ -84,6 +80,7 @@ def test_build_into_empty_or_own_site_keeps_files_it_did_not_write(db, tmp_path)
     assert (out / "index.html").read_text() == "my own index"
 
 
+@pytest.mark.slow
 def test_a_tampered_marker_cannot_point_the_build_at_other_files(db, tmp_path):
     from kvreport.analysis.site import build_site
 
@@ -98,6 +95,7 @@ def test_a_tampered_marker_cannot_point_the_build_at_other_files(db, tmp_path):
     assert victim.read_text() == "precious" and (out / "README.md").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_stale_scratch_folders_of_dead_processes_are_removed_and_live_ones_kept(db, tmp_path):
     from kvreport.analysis.site import build_site
 
@@ -156,6 +154,7 @@ def _number(text: str) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_export_csv_cells_are_spreadsheet_safe_and_numbers_stay_numbers(formula_db, tmp_path):
     r = _cli("export", "--db", formula_db, "--out", tmp_path / "x")
     assert r.returncode == 0, r.stderr
@@ -165,6 +164,7 @@ def test_export_csv_cells_are_spreadsheet_safe_and_numbers_stay_numbers(formula_
     assert rows[0]["cpu_count"] == "2"  # an integer column is written as the number
 
 
+@pytest.mark.slow
 def test_site_csvs_are_spreadsheet_safe(formula_db, tmp_path):
     from kvreport.analysis.site import build_site
 
@@ -224,6 +224,7 @@ def test_the_helper_turns_extension_autoload_and_autoinstall_off(tmp_path):
         assert got == (False, False)
 
 
+@pytest.mark.slow
 def test_a_sqlite_file_as_db_is_one_line_and_no_network(tmp_path):
     import sqlite3
 
@@ -237,8 +238,7 @@ def test_a_sqlite_file_as_db_is_one_line_and_no_network(tmp_path):
                  ["export", "--db", lite, "--out", tmp_path / "e"], ["migrate", lite],
                  ["audit", ROOT / "tests" / "fixtures" / "audit" / "openai.jsonl", "--db", lite],
                  ["merge", lite, "--into", tmp_path / "m.duckdb"]):
-        r = subprocess.run([sys.executable, "-m", "kvreport.runner", *map(str, args)], capture_output=True,
-                           text=True, timeout=300, env=env)
+        r = _cli(*args, env=env)
         err = _one_clear_line(r)
         assert "SQLite" in err and str(lite) in err, (args, err)
         assert "http" not in err.lower() and "extension" not in err.lower(), err

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import duckdb
 
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.merge import merge
+from conftest import quiet_audit
 
 
 def _call(i: int, session: str, ts: str, prompt: int = 1000, system: int | None = None) -> dict:
@@ -24,7 +24,7 @@ def _audit(tmp_path: Path, name: str, calls: list[dict]) -> tuple[dict, Path]:
     log = tmp_path / f"{name}.jsonl"
     log.write_text("".join(json.dumps(c) + "\n" for c in calls))
     db = tmp_path / f"{name}.duckdb"
-    return execute([log], db=db, echo=lambda *_: None), db
+    return quiet_audit([log], db), db
 
 
 def test_merge_copies_every_table_row_for_row(tmp_path):

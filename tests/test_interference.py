@@ -13,7 +13,7 @@ from kvreport.runner.measure.experiments import RunContext
 from kvreport.runner.measure.experiments import kv_interference_v3 as interference
 
 from fake_cuda import FakeCuda, InjectedFailure, decoders
-from measure_helpers import CPU, make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from measure_helpers import CPU, make_ctx
 
 NO_HEADLINE_ROOF = {"copy_roof_gbs": 10.0, "peak_gbs": None}  # skip measuring the headline roof: not under test
 
@@ -60,6 +60,7 @@ def test_threaded_both_reraises_a_failed_compaction(tiny):
         variants["both"]()
 
 
+@pytest.mark.slow
 def test_interference_runs_on_cpu_with_threads(tiny):
     ctx = make_ctx(tiny, shared=dict(NO_HEADLINE_ROOF))
     with torch.inference_mode():
@@ -98,6 +99,7 @@ def test_compaction_is_sized_to_the_decode_part(tiny, ms_per_mib, decode_ms):
 
 # --- the decode part's mode: graph, then static, then eager ---------------------------------------------
 
+@pytest.mark.slow
 def test_interference_falls_back_from_graph_to_static_to_eager_and_says_why(tiny):
     def run():  # the CUDA order of modes, on the CPU: the graph decoder drives a fake whose capture fails
         return interference.run(make_ctx(tiny, shared=dict(NO_HEADLINE_ROOF)), modes=("graph", "static", "eager"),

@@ -1,4 +1,5 @@
 """Iteration 1's allocator logic, driven by an injected memory probe (no CUDA needed)."""
+import pytest
 import torch
 
 from kvreport.runner.measure.experiments import RunContext, Skip
@@ -26,6 +27,7 @@ class FakeAllocator:
         return total
 
 
+@pytest.mark.slow
 def test_allocator_delta_counts_logits_and_cache_only_delta_is_the_cache():
     lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     fake = FakeAllocator()
@@ -40,6 +42,7 @@ def test_allocator_delta_counts_logits_and_cache_only_delta_is_the_cache():
     assert m["cache_only_delta_bytes"] == kv
 
 
+@pytest.mark.slow
 def test_run_with_injected_probe_writes_rows():
     lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     ctx = RunContext(run_id=1, device=torch.device("cpu"), dtype=torch.float32, loaded=lm, quick=True,

@@ -3,26 +3,15 @@ but `run` imports no torch (checked on the imports of every module, and by runni
 Click's conventions for usage errors."""
 import ast
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import cli_in_process, cli_process as _cli, imported_modules as _imported_modules
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-
-
-def _imported_modules(*args, cwd) -> set[str]:
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "kvreport.runner", *args], capture_output=True,
-                       text=True, cwd=cwd, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    names = set()
-    for line in r.stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip())
-    assert names, "no -X importtime output"
-    return names
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +38,7 @@ def db(tmp_path_factory) -> Path:
      "--db", "{tmp}/replay.duckdb"],
 ], ids=["build-help", "audit-help", "findings", "export", "build", "audit", "audit-model-path", "models",
         "models-path", "migrate", "merge", "replay"])
+@pytest.mark.slow
 def test_reading_commands_never_import_torch(args, db, tmp_path):
     args = [a.format(db=db, tmp=tmp_path) for a in args]
     names = _imported_modules(*args, cwd=tmp_path)
@@ -56,6 +46,13 @@ def test_reading_commands_never_import_torch(args, db, tmp_path):
     heavy = sorted(n for n in names if n.split(".")[0] in ("torch", "transformers"))
     assert not heavy, f"kvreport {' '.join(args[:1])} imported {heavy[:5]}"
     assert not any(n.startswith("kvreport.runner.measure") for n in names)
+
+
+def test_a_bad_iterations_value_is_refused_before_torch_is_imported(tmp_path):
+    names = _imported_modules("run", "--iterations", "1,7", "--db", tmp_path / "k.duckdb", cwd=tmp_path, exit_code=2)
+    assert "kvreport.runner.commands.run" in names
+    assert not sorted(n for n in names if n.split(".")[0] in ("torch", "transformers"))
+    assert not (tmp_path / "k.duckdb").exists()
 
 
 def _imports_of(path: Path) -> set[str]:
@@ -178,11 +175,6 @@ def test_experiments_do_not_import_each_other():
         assert not (others & names) - {path.stem}, f"{path.name} imports experiment(s) {sorted(others & names)}"
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True,
-                          timeout=300)
-
-
 def test_usage_errors_exit_2_with_clicks_usage_message():
     r = _cli("bogus")
     assert r.returncode == 2 and "Usage: kvreport" in r.stderr and "No such command 'bogus'" in r.stderr
@@ -200,7 +192,7 @@ def test_version_and_flag_help():
 
 
 def test_only_with_an_unknown_experiment_lists_the_valid_names(tmp_path):
-    r = _cli("run", "--only", "kv_memory_v2,nope", "--db", str(tmp_path / "k.duckdb"))
+    r = cli_in_process("run", "--only", "kv_memory_v2,nope", "--db", str(tmp_path / "k.duckdb"))
     assert r.returncode == 2 and "nope" in r.stderr and "kv_memory_v2" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "k.duckdb").exists()
 

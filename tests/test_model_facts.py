@@ -8,6 +8,7 @@ import pytest
 
 from kvreport.runner.core import model_facts as mf
 from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config
+from conftest import cli_in_process as _kvreport
 
 BF16, F32 = "bfloat16", "float32"
 
@@ -254,11 +255,6 @@ def test_load_paths(tmp_path):
     assert mf.load("llama-3.1-8b").bytes_per_token() == 131_072  # a legacy built-in, 16-bit
 
 
-def _kvreport(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True,
-                          timeout=120, **kw)
-
-
 def test_models_command_json(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**LLAMA, "model_type": "mistral", "sliding_window": 4096}))
     r = _kvreport("models", str(tmp_path), "llama-3.1-8b", "--json", "--seq", "4096,8192", "--batch", "2")
@@ -286,6 +282,7 @@ def test_models_command_bad_input_is_one_line_exit_2(args, needle):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_models_command_imports_no_torch():
     code = ("import sys; from kvreport.runner.cli import main\n"
             "try:\n    main(['models', 'llama-3.1-8b', '--json'])\nexcept SystemExit as e:\n    assert not e.code\n"

@@ -102,6 +102,7 @@ def _held_bytes(layer) -> tuple[int, int, int]:
     return keys, size(getattr(layer, "values", None)), state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_facts_match_what_transformers_builds_and_caches(name):
     raw = CONFIGS[name]

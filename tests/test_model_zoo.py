@@ -70,6 +70,8 @@ def _check(loaded, facts, seqs, dtype: str):
             assert got == want, (loaded.name, dtype, batch, seq)
 
 
+@pytest.mark.replica
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in catalogue_names()])
 def test_catalogue_replica_matches_facts_per_layer(name, request):
     import transformers
@@ -161,6 +163,7 @@ def test_a_cache_that_stops_growing_never_crosses_its_weights():
     assert growing[0]["crossover_tokens"] is not None and growing[0]["note"] is None
 
 
+@pytest.mark.slow
 def test_cli_run_on_a_config_only_folder_records_the_build(tmp_path):
     folder = tmp_path / "cfg"
     folder.mkdir()

@@ -71,6 +71,7 @@ OK, WHY = chromium_available()
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.skipif(not OK, reason=WHY)
 def test_no_payload_runs_in_chromium_and_each_field_is_shown_as_text(payload_site):
     """Every page of the payload site in Debian's Chromium: events a handler would hook are fired on every

@@ -11,7 +11,7 @@ import torch
 
 from kvreport.runner.measure.experiments import kv_pressure_v3 as pressure
 
-from measure_helpers import fake_cache, make_ctx, tiny  # noqa: F401 - tiny: a fixture
+from measure_helpers import fake_cache, make_ctx
 
 
 def test_pressure_stops_at_the_cap_and_records_every_request(tiny, monkeypatch):

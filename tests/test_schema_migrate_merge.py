@@ -1,8 +1,6 @@
 """The store owns the schema: versioned steps, real migrations of published files, and `kvreport merge`."""
 import hashlib
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -10,6 +8,7 @@ import pytest
 
 from kvreport.runner.core.merge import merge
 from kvreport.runner.core.store import SCHEMA_VERSION, Store, StoreError, current_schema_copy, schema_steps, table_columns
+from conftest import cli_in_process
 
 PUBLISHED_V1 = Path(__file__).parent / "fixtures" / "published_v1.duckdb"
 
@@ -67,7 +66,7 @@ def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row
     counts = {t: before.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
               for (t,) in before.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     before.close()
-    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "migrate", str(db)], capture_output=True, text=True)
+    r = cli_in_process("migrate", db)
     assert r.returncode == 0, r.stderr
     assert "migrated to schema" in r.stdout
     backup = db.with_name("kvreport.duckdb.schema1.bak")
@@ -78,7 +77,7 @@ def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row
             assert s.query(f"SELECT count(*) AS n FROM {table}")[0]["n"] == n, table
         uids = s.query("SELECT run_uid FROM runs")
         assert uids and all(u["run_uid"] for u in uids)
-    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "migrate", str(db)], capture_output=True, text=True)
+    r = cli_in_process("migrate", db)
     assert r.returncode == 0 and "nothing to do" in r.stdout
 
 
@@ -191,8 +190,7 @@ def test_merge_refuses_a_bad_input_before_writing(tmp_path):
     good, bad, out = tmp_path / "good.duckdb", tmp_path / "bad.duckdb", tmp_path / "out.duckdb"
     _add_run(good)
     bad.write_text("not a db")
-    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "merge", str(good), str(bad), "--into", str(out)],
-                       capture_output=True, text=True)
+    r = cli_in_process("merge", good, bad, "--into", out)
     assert r.returncode == 2 and "bad.duckdb" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
 

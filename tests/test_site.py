@@ -632,20 +632,11 @@ def test_changes_pair_runs_of_one_configuration_only():
 # ---------------------------------------------------------------------------------------------------
 # `kvreport build` stays light: no torch (about 1.5 s of imports) on the way to a static site
 
-def _imported_modules(args: list[str]) -> set[str]:
-    import subprocess
-    import sys
-
-    res = subprocess.run([sys.executable, "-X", "importtime", "-m", "kvreport.runner", *args],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return {line.rsplit("|", 1)[1].strip() for line in res.stderr.splitlines()
-            if line.startswith("import time:") and line.count("|") == 2}
-
-
 def test_build_never_imports_torch(small_db, tmp_path):
-    help_mods = _imported_modules(["build", "--help"])
-    built_mods = _imported_modules(["build", "--db", str(small_db), "--out", str(tmp_path / "out")])
+    from conftest import imported_modules
+
+    help_mods = imported_modules("build", "--help")
+    built_mods = imported_modules("build", "--db", small_db, "--out", tmp_path / "out")
     assert (tmp_path / "out" / "index.html").is_file()
     assert "kvreport.analysis.site.build" in built_mods  # the parse found the builder's own imports
     for mods in (help_mods, built_mods):

@@ -13,7 +13,6 @@ from kvreport.runner.measure import compaction as kc
 from kvreport.runner.measure.experiments import kv_pressure_v3 as pressure
 
 from htmldoc import Doc, element_ids, page_text
-from measure_helpers import tiny  # noqa: F401 - tiny: a fixture
 
 
 pytestmark = pytest.mark.slow  # both fixtures run `kvreport run` in-process

@@ -683,6 +683,7 @@ def verdict_site(empty_db, tmp_path_factory):
     return base / "site"
 
 
+@pytest.mark.slow
 def test_claims_page_shows_the_verdict_of_each_named_claim(verdict_site):
     got = claim_verdicts((verdict_site / "claims.html").read_text(encoding="utf-8"))
     assert {k: got.get(k) for k in [
@@ -709,6 +710,7 @@ def test_topic_page_shows_the_verdict_of_a_named_claim(verdict_site, page, claim
     assert [row[v] for row in body if row[c] == claim and row[r] == run] == [verdict]
 
 
+@pytest.mark.slow
 def test_claims_page_shows_the_ledgers_verdict_for_every_claim_and_run(built_site):
     """The fixture site: each (claim, run) row of claims.html carries the verdict of the same row of the
     ledger CSV (which also keeps superseded runs), and every claim of the ledger is on the page."""

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..core.errors import UserError, describe_exception
+from ..core.iterations import ITERATIONS
 from ..core.store import Store
 
 # The measuring code (runner/measure: torch, transformers) is imported inside the functions below, never at the
@@ -17,8 +18,6 @@ from ..core.store import Store
 
 
 def parse_iterations(spec: str) -> list[str]:
-    from ..measure.experiments import ITERATIONS  # measuring code: see the note at the top
-
     items = [s.strip() for s in spec.split(",") if s.strip()]
     bad = [s for s in items if s not in ITERATIONS]
     if bad or not items:

@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-ITERATIONS = ("1", "2", "3", "audit")
+from ...core.iterations import ITERATIONS
 
 
 class Skip(Exception):
