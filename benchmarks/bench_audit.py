@@ -1,26 +1,26 @@
-"""Benchmark: the whole `kvreport audit` process vs the seed's per-record pydantic loop, on the same log.
+"""Benchmark: the whole `kvreport audit` process on the log shapes people write, against its floors.
 
-    python benchmarks/bench_audit.py                          # 1M calls, usage fields only: ratio, RSS
-    python benchmarks/bench_audit.py --messages               # the same with request messages (prompt bloat)
-    python benchmarks/bench_audit.py --calls 10000000 --no-seed --rss-trace   # bounded memory at 10M
+    python benchmarks/bench_audit.py                                   # every shape, 1M calls, 3 runs each
+    python benchmarks/bench_audit.py --calls 4000000 --shapes iso,epoch-ms,openai-chat,anthropic,litellm
+    python benchmarks/bench_audit.py --shapes iso --per-session 1 --calls 10000000 --runs 1 --rss-trace
+    python benchmarks/bench_audit.py --shapes iso --seed --startup    # and the seed's loop, fixed cost, --help
 
-The log (a temp dir, deleted afterwards) is OpenAI-shaped JSON lines, 8 calls per session, session ids,
-timestamps and usage with cached tokens (and with --messages, a system prompt and the growing
-conversation in `request.messages`), plus two broken lines at the end. Two child processes, each timed
-whole from outside (interpreter start, imports, reading, writing; peak RSS from wait4):
-  audit  `python -m kvreport.runner audit LOG --db DB`: detect, ingest with validation and rejects, per-session
-         and fleet metrics, leakage timeline, TTL sweep, cost, everything written to a fresh DuckDB file;
-  seed   the seed article's loop (its pydantic SessionTokens / TokenAllocationProfile models and
-         TokenProfilerEngine.profile_session, copied as published), one record per line: json.loads, build
-         the model, profile it, sum per session. It computes far less (no times, no leakage, no TTL, no DB),
-         so the comparison flatters it. Pydantic is a benchmark requirement (`pip install -e .[bench]`),
-         never a kvreport dependency.
-Both sides' call counts, reject line numbers and overall PCER are compared, so the benchmark also checks
-the SQL. Target (issue 12): audit >= 10x faster than the seed loop, peak RSS <= 500 MB at 1M calls, and
-RSS that does not grow with the input at 10M. Target (issue 26): the audit within 4x of the floor's time (stretch
-2.5x). Two more references say where the rest goes: the store floor (the floor, with every call written to a
-DuckDB file first: what "every call stored" costs at least) and the fixed cost (the audit of the log's first
-1,000 lines: start-up, DB creation, query planning, output, which do not grow with the log).
+Per shape (SHAPES: the OpenAI envelope with its time as each common logger writes it, and three API objects as
+their SDKs return them), a log is generated (a temp dir, deleted afterwards): N calls, 8 per session, then two
+broken lines (a negative count in that shape, and a truncated line). Three child processes, each timed whole
+from outside (interpreter start, imports, reading, writing; wall and CPU seconds and peak RSS from wait4), run
+--runs times in alternating order, and the medians are printed:
+  audit        `python -m kvreport.runner audit LOG --db DB`: detect, ingest with validation and rejects,
+               per-session and fleet metrics, leakage timeline, TTL sweep, cost, everything written to a new DB;
+  floor        DuckDB's JSON reader with the shape's columns spelled out, and the per-session sums: nothing
+               checked, converted or written (no audit can be faster on this machine);
+  store floor  the floor with every call written to a new DuckDB file first (session, time converted the plainest
+               correct way, three counts): what "every call stored" costs at least.
+Every audit is checked against the floor (calls, sessions, overall PCER) and for the two rejects' line numbers.
+Target (issue 39): each shape within 3x of its store floor at 4M calls. `--seed` also times the seed article's
+per-record pydantic loop on envelope logs (its models copied as published; `pip install -e .[bench]`; pydantic is
+never a kvreport dependency), `--startup` the fixed cost (the audit of the log's first 1,000 lines) and
+`kvreport audit --help`.
 """
 from __future__ import annotations
 
@@ -32,37 +32,127 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 CALLS_PER_SESSION = 8
+_ENVELOPE = ("{{'model': 'gpt-4o-mini-2024-07-18', 'usage': {{'prompt_tokens': inp, 'completion_tokens': out, "
+             "'prompt_tokens_details': {{'cached_tokens': cached}}}}}}")
 
 
-def write_log(path: Path, n: int, messages: bool = False) -> None:
-    """The log, written by DuckDB (a Python writer would take longer than the audit)."""
+@dataclass(frozen=True)
+class LogShape:
+    """One way people log calls: how a line is generated (a DuckDB struct over the generator's columns i, sess,
+    ts, inp, out, cached), one bad line of that shape (a negative count), the audit's extra options, and how the
+    floors read it (read_json columns; session, time and counts as SQL over them)."""
+    line: str                   # the struct each line is written from
+    bad: str                    # a line of the same shape whose count is negative (a reject)
+    columns: str                # read_json columns for the floors
+    session: str
+    time: str                   # the store floor's time: the plainest correct conversion, no checks
+    input: str
+    cached: str
+    output: str
+    args: tuple[str, ...] = ()
+
+
+def _envelope(ts_sql: str, ts_type: str, time: str) -> LogShape:
+    return LogShape(
+        "{'session_id': sess, 'timestamp': " + ts_sql + ", 'request': {'model': 'gpt-4o-mini'}, 'response': "
+        + _ENVELOPE.format() + "}",
+        '{"session_id": "s-1", "timestamp": null, "response": {"usage": {"prompt_tokens": -3, "completion_tokens": 1}}}',
+        "{'session_id': 'VARCHAR', 'timestamp': '" + ts_type + "', 'response': 'STRUCT(usage STRUCT(prompt_tokens "
+        "BIGINT, completion_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT)))'}",
+        "session_id", time, "response.usage.prompt_tokens", "response.usage.prompt_tokens_details.cached_tokens",
+        "response.usage.completion_tokens")
+
+
+_OFFSET = "strftime(ts + INTERVAL 2 HOUR, '%Y-%m-%dT%H:%M:%S')"
+# The shapes people log. The envelope ({session_id, timestamp, request, response}) with its time as each common
+# logger writes it; then three API objects as their SDKs return them, one per line.
+SHAPES = {
+    "iso": _envelope("strftime(ts, '%Y-%m-%dT%H:%M:%SZ')", "VARCHAR", "timestamp::TIMESTAMP"),       # 2025-06-02T10:00:00Z
+    "iso-ms": _envelope("strftime(ts, '%Y-%m-%dT%H:%M:%S.%gZ')", "VARCHAR", "timestamp::TIMESTAMP"),  # JS toISOString
+    "iso-offset": _envelope(_OFFSET + " || '+02:00'", "VARCHAR", "timestamp::TIMESTAMPTZ"),          # ...12:00:00+02:00
+    "iso-us-offset": _envelope("strftime(ts + INTERVAL 2 HOUR, '%Y-%m-%dT%H:%M:%S.%f') || '+02:00'", "VARCHAR",
+                               "timestamp::TIMESTAMPTZ"),                                           # Python isoformat()
+    "iso-naive-us": _envelope("strftime(ts, '%Y-%m-%d %H:%M:%S.%f')", "VARCHAR", "timestamp::TIMESTAMP"),  # str(datetime)
+    "epoch-s": _envelope("epoch(ts)::BIGINT", "BIGINT", "to_timestamp(timestamp)"),                 # 1748858400
+    "epoch-s-float": _envelope("round(epoch_us(ts) / 1e6, 3)", "DOUBLE", "to_timestamp(timestamp)"),  # time.time()
+    "epoch-ms": _envelope("epoch_ms(ts)", "BIGINT", "make_timestamp(timestamp * 1000)"),            # Date.now()
+    "epoch-ms-float": _envelope("round(epoch_us(ts) / 1e3, 3)", "DOUBLE",
+                                "make_timestamp((timestamp * 1000)::BIGINT)"),                      # performance.timeOrigin + now()
+    # Chat Completions objects (stored completions carry the request's metadata: its session)
+    "openai-chat": LogShape(
+        "{'id': 'chatcmpl-' || i, 'object': 'chat.completion', 'created': epoch(ts)::BIGINT, "
+        "'model': 'gpt-4o-mini-2024-07-18', 'choices': [{'index': 0, 'message': {'role': 'assistant', "
+        "'content': 'ok'}, 'finish_reason': 'stop'}], 'usage': {'prompt_tokens': inp, 'completion_tokens': out, "
+        "'total_tokens': inp + out, 'prompt_tokens_details': {'cached_tokens': cached}}, "
+        "'metadata': {'session_id': sess}}",
+        '{"id": "chatcmpl-x", "object": "chat.completion", "created": 1748858400, "usage": {"prompt_tokens": -3, '
+        '"completion_tokens": 1}}',
+        "{'created': 'BIGINT', 'metadata': 'STRUCT(session_id VARCHAR)', 'usage': 'STRUCT(prompt_tokens BIGINT, "
+        "completion_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT))'}",
+        "metadata.session_id", "to_timestamp(created)", "usage.prompt_tokens",
+        "usage.prompt_tokens_details.cached_tokens", "usage.completion_tokens"),
+    # Anthropic Message objects, with the session and time the logger added beside the SDK's fields
+    "anthropic": LogShape(
+        "{'id': 'msg_' || i, 'type': 'message', 'role': 'assistant', 'model': 'claude-sonnet-4-5', "
+        "'content': [{'type': 'text', 'text': 'ok'}], 'stop_reason': 'end_turn', 'usage': {'input_tokens': "
+        "inp - cached, 'output_tokens': out, 'cache_creation_input_tokens': 0, 'cache_read_input_tokens': cached}, "
+        "'session_id': sess, 'timestamp': strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ')}",
+        '{"type": "message", "usage": {"input_tokens": -3, "output_tokens": 1}, "session_id": "s-1"}',
+        "{'session_id': 'VARCHAR', 'timestamp': 'VARCHAR', 'usage': 'STRUCT(input_tokens BIGINT, output_tokens BIGINT, "
+        "cache_creation_input_tokens BIGINT, cache_read_input_tokens BIGINT)'}",
+        "session_id", "timestamp::TIMESTAMP",
+        "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens",
+        "usage.cache_read_input_tokens", "usage.output_tokens", ("--session-key", "session_id", "--time-key", "timestamp")),
+    # LiteLLM's StandardLoggingPayload (times are Unix seconds as floats)
+    "litellm": LogShape(
+        "{'id': 'req-' || i, 'trace_id': sess, 'call_type': 'acompletion', 'status': 'success', "
+        "'model': 'gpt-4o-mini', 'custom_llm_provider': 'openai', 'prompt_tokens': inp, 'completion_tokens': out, "
+        "'total_tokens': inp + out, 'startTime': round(epoch_us(ts) / 1e6, 6), "
+        "'endTime': round(epoch_us(ts) / 1e6 + 0.8, 6), 'cache_hit': false, 'metadata': {'usage_object': "
+        "{'prompt_tokens': inp, 'completion_tokens': out, 'prompt_tokens_details': {'cached_tokens': cached}}}}",
+        '{"call_type": "acompletion", "status": "success", "prompt_tokens": -3, "completion_tokens": 1, '
+        '"trace_id": "s-1"}',
+        "{'trace_id': 'VARCHAR', 'startTime': 'DOUBLE', 'endTime': 'DOUBLE', 'prompt_tokens': 'BIGINT', "
+        "'completion_tokens': 'BIGINT', 'metadata': 'STRUCT(usage_object STRUCT(prompt_tokens_details STRUCT(cached_tokens BIGINT)))'}",
+        "trace_id", "to_timestamp(startTime)", "prompt_tokens",
+        "metadata.usage_object.prompt_tokens_details.cached_tokens", "completion_tokens"),
+}
+
+
+def write_log(path: Path, n: int, messages: bool = False, shape: str = "iso",
+              per_session: int = CALLS_PER_SESSION) -> None:
+    """The log, written by DuckDB (a Python writer would take longer than the audit): `n` calls of `shape`,
+    `per_session` per session, then two broken lines (a negative count in the same shape, and a truncated line)."""
     import duckdb
 
-    n_sessions = max(1, n // CALLS_PER_SESSION)
-    # Call k of a session re-sends the conversation so far: system prompt, then k user/assistant turns.
-    request = ("{'model': 'gpt-4o-mini', 'messages': [{'role': 'system', 'content': 'You are a helpful assistant. "
-               "Answer briefly and cite sources.'}] || list_transform(range((i // " + str(n_sessions) + ")::BIGINT + 1), "
-               "lambda x: {'role': 'user', 'content': 'question ' || x || ' about item ' || (i % 977)})}"
-               if messages else "{'model': 'gpt-4o-mini'}")
+    n_sessions = max(1, n // per_session)
+    line = SHAPES[shape].line
+    if messages:  # call k of a session re-sends the conversation so far: system prompt, then k user turns
+        request = ("{'model': 'gpt-4o-mini', 'messages': [{'role': 'system', 'content': 'You are a helpful assistant. "
+                   "Answer briefly and cite sources.'}] || list_transform(range((i // " + str(n_sessions) + ")::BIGINT + 1), "
+                   "lambda x: {'role': 'user', 'content': 'question ' || x || ' about item ' || (i % 977)})}")
+        if "'request': {'model': 'gpt-4o-mini'}" not in line:
+            raise SystemExit(f"--messages: only the envelope shapes log request messages, not {shape}")
+        line = line.replace("{'model': 'gpt-4o-mini'}", request)
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     con.execute(f"""
         COPY (
-          SELECT 's-' || (i % {n_sessions}) AS session_id,
-                 strftime(TIMESTAMP '2025-06-02 00:00:00' + to_seconds(i * 86400 // {n}), '%Y-%m-%dT%H:%M:%SZ') AS timestamp,
-                 {request} AS request,
-                 {{'model': 'gpt-4o-mini-2024-07-18',
-                   'usage': {{'prompt_tokens': 50 + (hash(i) % 8000)::BIGINT,
-                              'completion_tokens': 20 + (hash(i + 1) % 400)::BIGINT,
-                              'prompt_tokens_details': {{'cached_tokens':
-                                 CASE WHEN hash(i + 2) % 10 < 6 THEN ((50 + hash(i) % 8000) // 128 * 128)::BIGINT ELSE 0 END}}}}}} AS response
-          FROM range({n}) t(i)
+          SELECT UNNEST({line})
+          FROM (SELECT i, 's-' || (i % {n_sessions}) AS sess,
+                       TIMESTAMP '2025-06-02 00:00:00' + to_microseconds(i * 86400000000 // {n}) AS ts,
+                       50 + (hash(i) % 8000)::BIGINT AS inp, 20 + (hash(i + 1) % 400)::BIGINT AS out,
+                       CASE WHEN hash(i + 2) % 10 < 6 THEN ((50 + hash(i) % 8000) // 128 * 128)::BIGINT ELSE 0 END
+                         AS cached
+                FROM range({n}) t(i))
         ) TO '{path}' (FORMAT JSON)""")
     con.close()
     with open(path, "a") as f:  # a few broken lines, as real logs have
-        f.write('{"session_id": "s-1", "response": {"usage": {"prompt_tokens": -3, "completion_tokens": 1}}}\n')
+        f.write(SHAPES[shape].bad + "\n")
         f.write("{truncated\n")
 
 
@@ -128,46 +218,39 @@ def seed_loop(path: Path) -> dict:
             "overall_pcer": sum(v[1] for v in per_session.values()) / total_in}
 
 
-# --- the floor: what reading the file costs at all ---------------------------------------------------------
+# --- the floors: what reading the file, and storing its calls, cost at all -----------------------------------
 
-FLOOR_COLUMNS = ("{'session_id': 'VARCHAR', 'response': 'STRUCT(usage STRUCT(prompt_tokens BIGINT, "
-                 "completion_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT)))'}")
-
-
-def floor_query(path: Path) -> dict:
-    """DuckDB's own JSON reader with the columns spelled out, and the per-session sums: no validation, no
-    line numbers, no times, nothing written. No audit can be faster than this on the same machine, so
-    seed / floor is the largest speed-up this log allows."""
+def floor_query(path: Path, shape: str) -> dict:
+    """DuckDB's own JSON reader with the shape's columns spelled out, and the per-session sums: no validation,
+    no line numbers, no times, nothing written. No audit can be faster than this on the same machine."""
     import duckdb
 
+    sh = SHAPES[shape]
     con = duckdb.connect()
     n, sessions, pcer = con.execute(f"""
         SELECT sum(n), count(*), sum(cached) / sum(inp) FROM (
-          SELECT session_id, count(*) AS n, sum(response.usage.prompt_tokens) AS inp,
-                 sum(response.usage.prompt_tokens_details.cached_tokens) AS cached
-          FROM read_json(?, format = 'newline_delimited', ignore_errors = true, columns = {FLOOR_COLUMNS})
-          WHERE response.usage.prompt_tokens >= 0 GROUP BY session_id)""", [str(path)]).fetchone()
+          SELECT {sh.session} AS session_id, count(*) AS n, sum({sh.input}) AS inp, sum({sh.cached}) AS cached
+          FROM read_json(?, format = 'newline_delimited', ignore_errors = true, columns = {sh.columns})
+          WHERE {sh.input} >= 0 GROUP BY ALL)""", [str(path)]).fetchone()
     return {"n_calls": int(n), "n_sessions": sessions, "overall_pcer": pcer}
 
 
-def store_floor_query(path: Path, db: Path) -> dict:
-    """The floor, plus what "every call stored" costs at least: the same typed read written whole into a
-    table of a new DuckDB file (session, time, the three counts; not even the line), then the per-session sums
-    from that table. Still nothing checked, converted, priced or timed: an audit that stores every call
-    cannot be faster than this."""
+def store_floor_query(path: Path, db: Path, shape: str) -> dict:
+    """The floor, plus what "every call stored" costs at least: the same typed read, its time converted the
+    plainest correct way, written whole into a table of a new DuckDB file (session, time, the three counts; not
+    even the line), then the per-session sums from that table. Nothing checked, priced or timed: an audit that
+    stores every call cannot be faster than this."""
     import duckdb
 
+    sh = SHAPES[shape]
     con = duckdb.connect(str(db))
+    con.execute("SET TimeZone = 'UTC'")
     con.execute(f"""
         CREATE TABLE calls AS
-        SELECT session_id, timestamp::TIMESTAMP AS start_time,
-               response.usage.prompt_tokens AS input_tokens, response.usage.completion_tokens AS output_tokens,
-               response.usage.prompt_tokens_details.cached_tokens AS cached_input_tokens
-        FROM read_json(?, format = 'newline_delimited', ignore_errors = true,
-                       columns = {{'session_id': 'VARCHAR', 'timestamp': 'VARCHAR', 'response': 'STRUCT(usage STRUCT(
-                                   prompt_tokens BIGINT, completion_tokens BIGINT,
-                                   prompt_tokens_details STRUCT(cached_tokens BIGINT)))'}})
-        WHERE response.usage.prompt_tokens >= 0""", [str(path)])
+        SELECT {sh.session} AS session_id, ({sh.time})::TIMESTAMP AS start_time, {sh.input} AS input_tokens,
+               {sh.cached} AS cached_input_tokens, {sh.output} AS output_tokens
+        FROM read_json(?, format = 'newline_delimited', ignore_errors = true, columns = {sh.columns})
+        WHERE {sh.input} >= 0""", [str(path)])
     n, sessions, pcer = con.execute("""
         SELECT sum(n), count(*), sum(cached) / sum(inp) FROM (
           SELECT session_id, count(*) AS n, sum(input_tokens) AS inp, sum(cached_input_tokens) AS cached
@@ -214,90 +297,139 @@ def run_side(cmd: list[str], rss_every_s: float = 0.0) -> dict:
                 "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
+def audit_result(db: Path) -> dict:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    s = dict(zip(("n_calls", "n_sessions", "overall_pcer", "duration_s"),
+                 con.execute("SELECT n_calls, n_sessions, overall_pcer, duration_s FROM audits").fetchone()))
+    s["reject_lines"] = [r[0] for r in con.execute("SELECT line FROM token_rejects ORDER BY line").fetchall()]
+    con.close()
+    return s
+
+
+def bench_shape(shape: str, args, d: Path) -> dict:
+    """Audit, floor and store floor of one shape's log, `args.runs` times in alternating order; every audit
+    checked against the floor (calls, sessions, PCER) and for the two rejects' line numbers."""
+    log = args.log or d / f"{shape}.jsonl"
+    if not args.log:
+        t0 = time.perf_counter()
+        write_log(log, args.calls, args.messages, shape, args.per_session)
+        print(f"{shape}: {args.calls:,} calls ({args.per_session} per session) + 2 broken lines, "
+              f"{log.stat().st_size / 1e6:,.0f} MB, written in {time.perf_counter() - t0:.1f}s", flush=True)
+    cmd = [sys.executable, "-m", "kvreport.runner", "audit", str(log), *SHAPES[shape].args]
+    if args.memory_limit:
+        cmd += ["--memory-limit", args.memory_limit]
+    times: dict[str, list[dict]] = {"audit": [], "floor": [], "store floor": []}
+    db, floor_db = d / "audit.duckdb", d / "floor.duckdb"
+
+    def audit() -> None:
+        db.unlink(missing_ok=True)
+        a = run_side(cmd + ["--db", str(db)], 1.0 if args.rss_trace else 0.0)
+        a.update(audit_result(db))
+        times["audit"].append(a)
+        if a["samples"]:
+            print("  RSS over time (s, MB): " + ", ".join(f"{t:g}:{b / 1e6:,.0f}" for t, b in a["samples"]))
+
+    def floor() -> None:
+        times["floor"].append(run_side([sys.executable, __file__, "--child-floor", str(log), shape]))
+
+    def store_floor() -> None:
+        floor_db.unlink(missing_ok=True)
+        times["store floor"].append(run_side([sys.executable, __file__, "--child-store-floor", str(log),
+                                              str(floor_db), shape]))
+
+    sides = [audit, floor, store_floor]
+    for run in range(args.runs):
+        for side in sides if run % 2 == 0 else sides[::-1]:
+            side()
+    fs = json.loads(times["floor"][0]["stdout"].strip().splitlines()[-1])
+    for a in times["audit"]:
+        if args.log:
+            break
+        if a["reject_lines"] != [args.calls + 1, args.calls + 2]:
+            raise SystemExit(f"{shape}: reject line numbers {a['reject_lines'][:4]}: the line numbering is wrong")
+        if (a["n_calls"], a["n_sessions"]) != (fs["n_calls"], fs["n_sessions"]) \
+                or abs(a["overall_pcer"] - fs["overall_pcer"]) > 1e-9:
+            raise SystemExit(f"{shape}: the audit ({a['n_calls']:,} calls, {a['n_sessions']:,} sessions, PCER "
+                             f"{a['overall_pcer']}) and the floor ({fs}) disagree: one of them is wrong")
+    row = {"shape": shape, "mb": log.stat().st_size / 1e6}
+    for side, runs in times.items():
+        row[side] = _median([r["wall_s"] for r in runs])
+        row[side + " cpu"] = _median([r["cpu_s"] for r in runs])
+        row[side + " rss"] = max(r["peak_rss_bytes"] for r in runs) / 1e6
+    row["all"] = {side: [round(r["wall_s"], 2) for r in runs] for side, runs in times.items()}
+    print(f"  audit {row['audit']:.2f} s ({row['audit cpu']:.2f} CPU-s, peak RSS {row['audit rss']:,.0f} MB), floor "
+          f"{row['floor']:.2f} s, store floor {row['store floor']:.2f} s: {row['audit'] / row['floor']:.1f}x the floor, "
+          f"{row['audit'] / row['store floor']:.2f}x the store floor; each run {row['all']}", flush=True)
+    if args.seed and "'response'" in SHAPES[shape].columns:  # the seed's loop reads envelopes only
+        p = run_side([sys.executable, __file__, "--child-seed", str(log)])
+        ps = json.loads(p["stdout"].strip().splitlines()[-1])
+        print(f"  seed loop {p['wall_s']:.2f} s ({p['cpu_s']:.2f} CPU-s), peak RSS {p['peak_rss_bytes'] / 1e6:,.0f} MB: "
+              f"the audit is {p['wall_s'] / row['audit']:.1f}x faster; calls {ps['n_calls']:,}, reject lines "
+              f"{ps['reject_lines'][:4]}")
+    if args.startup:
+        small = d / "first-1000.jsonl"
+        with open(log, "rb") as src, open(small, "wb") as dst:
+            dst.writelines(line for _, line in zip(range(1000), src))
+        fixed = sorted(run_side(cmd[:4] + [str(small), *cmd[5:], "--db", str(d / f"small-{i}.duckdb")])["wall_s"]
+                       for i in range(3))
+        print(f"  fixed cost {fixed[1]:.2f} s (the log's first 1,000 lines, median of 3, {fixed[0]:.2f}-{fixed[-1]:.2f})")
+    if not args.log:
+        log.unlink()
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=1_000_000)
-    ap.add_argument("--messages", action="store_true", help="log the request messages too (prompt-bloat input)")
-    ap.add_argument("--seed", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time the seed's pydantic loop (default on)")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
+    ap.add_argument("--per-session", type=int, default=CALLS_PER_SESSION, help="calls per session")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each side per shape, alternating (medians)")
+    ap.add_argument("--messages", action="store_true", help="log the request messages too (envelope shapes)")
+    ap.add_argument("--seed", action="store_true", help="also time the seed's pydantic loop (envelope shapes)")
+    ap.add_argument("--startup", action="store_true", help="also time the fixed cost and `audit --help`")
     ap.add_argument("--memory-limit", default=None, help="kvreport audit --memory-limit (default: its own)")
     ap.add_argument("--rss-trace", action="store_true", help="sample the audit's RSS every second")
-    ap.add_argument("--log", type=Path, help="audit this log instead of generating one")
+    ap.add_argument("--log", type=Path, help="audit this log (of the one shape --shapes names) instead")
     ap.add_argument("--child-seed", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--child-floor", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--child-store-floor", type=Path, nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child-floor", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child-store-floor", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_seed:
         print(json.dumps(seed_loop(args.child_seed)))
         return
     if args.child_floor:
-        print(json.dumps(floor_query(args.child_floor)))
+        print(json.dumps(floor_query(Path(args.child_floor[0]), args.child_floor[1])))
         return
     if args.child_store_floor:
-        print(json.dumps(store_floor_query(*args.child_store_floor)))
+        log, db, shape = args.child_store_floor
+        print(json.dumps(store_floor_query(Path(log), Path(db), shape)))
         return
-
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown or (args.log and len(shapes) != 1):
+        raise SystemExit(f"--shapes: {unknown or shapes}: give shapes of {', '.join(SHAPES)} (one with --log)")
+    print(f"{os.cpu_count()} CPUs; {args.runs} runs per side, alternating; medians", flush=True)
+    rows = []
     with tempfile.TemporaryDirectory(prefix="kvreport-bench-") as d:
-        log = args.log or Path(d) / "openai.jsonl"
-        if not args.log:
-            t0 = time.perf_counter()
-            write_log(log, args.calls, args.messages)
-            print(f"log: {args.calls:,} calls ({CALLS_PER_SESSION} per session{', with messages' if args.messages else ''})"
-                  f" + 2 broken lines, {log.stat().st_size / 1e6:,.0f} MB, written in {time.perf_counter() - t0:.1f}s "
-                  f"({os.cpu_count()} CPUs)")
-        db = Path(d) / "audit.duckdb"
-        cmd = [sys.executable, "-m", "kvreport.runner", "audit", str(log), "--db", str(db)]
-        if args.memory_limit:
-            cmd += ["--memory-limit", args.memory_limit]
-        a = run_side(cmd, 1.0 if args.rss_trace else 0.0)
-        import duckdb
-
-        con = duckdb.connect(str(db), read_only=True)
-        s = dict(zip(("n_calls", "n_sessions", "overall_pcer", "duration_s"),
-                     con.execute("SELECT n_calls, n_sessions, overall_pcer, duration_s FROM audits").fetchone()))
-        reject_lines = [r[0] for r in con.execute("SELECT line FROM token_rejects ORDER BY line").fetchall()]
-        con.close()
-        n = s["n_calls"]
-        print(f"kvreport audit : {a['wall_s']:7.2f} s whole process ({n / a['wall_s']:,.0f} calls/s; audit's own "
-              f"duration_s {s['duration_s']:.2f} s; {a['cpu_s']:.2f} CPU-s), peak RSS {a['peak_rss_bytes'] / 1e6:,.0f} MB, "
-              f"DB {db.stat().st_size / 1e6:,.0f} MB, rejects at lines {reject_lines[:4]}")
-        if a["samples"]:
-            print("  RSS over time (s, MB): " + ", ".join(f"{t:g}:{b / 1e6:,.0f}" for t, b in a["samples"]))
-        if not args.log and reject_lines != [args.calls + 1, args.calls + 2]:
-            raise SystemExit("reject line numbers are wrong: the line numbering lost the file order")
-        if args.seed:
-            p = run_side([sys.executable, __file__, "--child-seed", str(log)])
-            ps = json.loads(p["stdout"].strip().splitlines()[-1])
-            print(f"seed loop      : {p['wall_s']:7.2f} s whole process ({ps['n_calls'] / p['wall_s']:,.0f} calls/s; "
-                  f"{p['cpu_s']:.2f} CPU-s), peak RSS {p['peak_rss_bytes'] / 1e6:,.0f} MB")
-            same = (n == ps["n_calls"] and reject_lines == ps["reject_lines"] and s["n_sessions"] == ps["n_sessions"]
-                    and abs(s["overall_pcer"] - ps["overall_pcer"]) < 1e-9)
-            print(f"results agree  : {same} (calls {n:,} / {ps['n_calls']:,}, sessions {s['n_sessions']:,} / "
-                  f"{ps['n_sessions']:,}, reject lines {reject_lines[:4]} / {ps['reject_lines'][:4]}, PCER "
-                  f"{s['overall_pcer']:.6f} / {ps['overall_pcer']:.6f})")
-            f = run_side([sys.executable, __file__, "--child-floor", str(log)])
-            fs = json.loads(f["stdout"].strip().splitlines()[-1])
-            print(f"floor          : {f['wall_s']:7.2f} s whole process (DuckDB read_json with the columns spelled out + "
-                  f"per-session sums, nothing checked or written; {fs['n_calls']:,} calls), peak RSS "
-                  f"{f['peak_rss_bytes'] / 1e6:,.0f} MB")
-            print(f"speed-up       : {p['wall_s'] / a['wall_s']:.1f}x whole process (target >= 10x, stretch 20x); "
-                  f"the floor is {p['wall_s'] / f['wall_s']:.1f}x, and the audit takes {a['wall_s'] / f['wall_s']:.1f}x "
-                  "the floor's time")
-            sf = run_side([sys.executable, __file__, "--child-store-floor", str(log), str(Path(d) / "floor.duckdb")])
-            print(f"store floor    : {sf['wall_s']:7.2f} s whole process (the floor, with every call written to a new DuckDB "
-                  f"file first); the audit takes {a['wall_s'] / sf['wall_s']:.1f}x its time")
-            small = Path(d) / "first-1000.jsonl"
-            with open(log, "rb") as src, open(small, "wb") as dst:
-                dst.writelines(line for _, line in zip(range(1000), src))
-            fixed = sorted(run_side([sys.executable, "-m", "kvreport.runner", "audit", str(small), "--db",
-                                     str(Path(d) / f"small-{i}.duckdb")])["wall_s"] for i in range(3))
-            print(f"fixed cost     : {fixed[1]:7.2f} s whole process for the log's first 1,000 lines (median of 3, "
-                  f"{fixed[0]:.2f}-{fixed[-1]:.2f}): start-up, DB creation, query planning, output; the audit less it "
-                  f"takes {(a['wall_s'] - fixed[1]) / f['wall_s']:.1f}x the floor's time")
-            if not same:
-                raise SystemExit("the two sides disagree: one of them is wrong")
+        for shape in shapes:
+            rows.append(bench_shape(shape, args, Path(d)))
+    # On a shared machine wall time depends on the neighbours; CPU seconds (user + system, every thread) less so.
+    print(f"\n| shape | log MB | audit s (CPU s) | floor s (CPU s) | store floor s (CPU s) | audit / floor | "
+          "audit / store floor (CPU) | audit peak RSS MB |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['shape']} | {r['mb']:,.0f} | {r['audit']:.2f} ({r['audit cpu']:.2f}) | {r['floor']:.2f} "
+              f"({r['floor cpu']:.2f}) | {r['store floor']:.2f} ({r['store floor cpu']:.2f}) | "
+              f"{r['audit'] / r['floor']:.1f}x | {r['audit'] / r['store floor']:.2f}x "
+              f"({r['audit cpu'] / r['store floor cpu']:.2f}x) | {r['audit rss']:,.0f} |")
+    if args.startup:
         help_s = sorted(run_side([sys.executable, "-m", "kvreport.runner", "audit", "--help"])["wall_s"] for _ in range(5))
-        print(f"start-up       : `kvreport audit --help` {help_s[2]:.2f} s (median of 5, {help_s[0]:.2f}-{help_s[-1]:.2f})")
+        print(f"start-up: `kvreport audit --help` {help_s[2]:.2f} s (median of 5, {help_s[0]:.2f}-{help_s[-1]:.2f})")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,12 @@ def main() -> None:
         t = time.perf_counter()
         try:
             return run_sql(con, name, columns, **params)
+        except Exception as exc:
+            # which step failed, and with what (the command's own message does not say where)
+            print(f"step {name} failed after {time.perf_counter() - t:.2f} s ({time.perf_counter() - T0:.1f} s into "
+                  f"the audit, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB): "
+                  f"{str(exc).splitlines()[0][:300]}", file=sys.stderr)
+            raise
         finally:
             seconds[name] += time.perf_counter() - t
 

@@ -570,3 +570,50 @@ def test_plain_utc_times_out_of_the_window_or_the_calendar_are_rejects(tmp_path)
     times = PLAIN_UTC[5:10]
     got = audit_rejects(tmp_path, "openai", [GOOD["openai"]] + [dict(openai_env(), timestamp=t) for t in times])
     assert got == {2 + i: f"timestamp is not a time (got {t})" for i, t in enumerate(times)}
+
+
+# Every form of logged time kv_sts reads by its own cheap branch (setup/macros.sql), damaged around its shape.
+TIME_FORMS = ("2025-06-02T10:00:00.123Z", "2025-06-02T12:00:00+02:00", "2025-06-02T04:30:00.123456-05:30",
+              "2025-06-02 10:00:00.123456", "2025-06-02T10:00:00", "2025-06-02T10:00:00+14:00",
+              "2025-06-02T10:00:00-14:01", "1999-12-31T23:59:59.5+00:00", "2099-12-31T23:59:59.999999Z",
+              "1748858400", "1748858400.123", "1748858400123", "1748858400123.5", "1748858400123456",
+              "946684799", "4102444800000")
+
+
+def test_every_time_form_reads_as_the_general_path_reads_it():
+    """kv_sts reads ISO texts in their strict form and Unix digits without kv_sts_any's tests: for every text
+    (damaged times of each form, both sides of the strict shape, the window and the ±14:00 offsets) the two must
+    agree, and each branch must have read some of them."""
+    from kvreport.runner.audit.sqlfiles import run_sql
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    run_sql(con, "setup/macros")
+    rng = random.Random(39)
+    alphabet = "0123456789-T:Z .+e/\t\x00"
+    texts = set(TIME_FORMS)
+    for base in TIME_FORMS:
+        for _ in range(5_000):
+            s = list(base)
+            for _ in range(rng.randint(1, 3)):
+                op, i = rng.random(), rng.randrange(len(s))
+                if op < 0.4:
+                    s[i] = rng.choice(alphabet)
+                elif op < 0.7:
+                    s.insert(i, rng.choice(alphabet))
+                else:
+                    del s[i]
+            texts.add("".join(s))
+    texts = sorted(texts)
+    differ = con.execute("SELECT s, kv_sts(s), kv_sts_any(s) FROM unnest(?::VARCHAR[]) t(s) "
+                         "WHERE kv_sts(s) IS DISTINCT FROM kv_sts_any(s)", [texts]).fetchall()
+    assert differ == []
+    iso, digits = con.execute(
+        "SELECT count(*) FILTER (WHERE contains(s, '-') AND kv_iso_strict(s) AND kv_sts(s) IS NOT NULL), "
+        "count(*) FILTER (WHERE regexp_full_match(s, '[0-9]+(\\.[0-9]+)?') AND kv_sts(s) IS NOT NULL) "
+        "FROM unnest(?::VARCHAR[]) t(s)", [texts]).fetchone()
+    assert iso > 500 and digits > 500
+    nulls = [r[0] for r in con.execute("SELECT kv_sts(s) IS NULL FROM unnest(?::VARCHAR[]) t(s)",
+                                       [list(TIME_FORMS)]).fetchall()]
+    # read: all but the offset beyond -14:00 and the times outside 2000..2099
+    assert nulls == [False] * 6 + [True, True] + [False] * 6 + [True, True]
