@@ -14,6 +14,7 @@ import duckdb
 import pytest
 
 from kvreport.runner.audit.kv_pricing import gpu_memory
+from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
 from conftest import audit_and_open as _audit, quiet_audit
 

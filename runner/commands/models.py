@@ -32,6 +32,7 @@ def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str |
         "name": facts.name,
         "source": facts.source,
         "model_type": facts.model_type,
+        "rules": facts.rules,
         "max_positions": facts.max_positions,
         "dtype": dtype,
         "batch": batch,

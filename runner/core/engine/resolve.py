@@ -8,32 +8,11 @@ architectures, head counts), which ModelFacts does not keep.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 
 from ..builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
 from ..model_facts import CATALOGUE
-
-
-@lru_cache(maxsize=1)
-def aliases() -> dict[str, str]:
-    """Lower-cased Hugging Face repo id -> catalogue name, from every entry's `hf_repos`."""
-    table: dict[str, str] = {}
-    for path in sorted(CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []:
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue  # model_facts.load reports a broken entry when it is asked for
-        repos = entry.get("hf_repos") if isinstance(entry, dict) else None
-        for repo in repos if isinstance(repos, list) else []:
-            if isinstance(repo, str):
-                table.setdefault(repo.lower(), path.stem)
-    return table
-
-
-def catalogue_name_for(name: str) -> str | None:
-    """The catalogue entry a repo id (e.g. meta-llama/Llama-3.1-8B-Instruct) belongs to, or None."""
-    return aliases().get(name.strip().lower())
+from ..model_facts.catalogue import catalogue_name_for
 
 
 def _json(path: Path):

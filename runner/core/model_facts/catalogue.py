@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from ..builtin_configs import BUILTIN, LEGACY_MODEL_TYPES, TEST_MODELS
@@ -24,6 +25,28 @@ def catalogue_names() -> list[str]:
         if isinstance(entry, dict) and "config" in entry:
             names.append(path.stem)
     return names
+
+
+@lru_cache(maxsize=1)
+def aliases() -> dict[str, str]:
+    """Lower-cased Hugging Face repo id -> catalogue name, from every entry's `hf_repos` (the repo ids whose
+    config.json has that entry's architecture)."""
+    table: dict[str, str] = {}
+    for path in sorted(CATALOGUE.glob("*.json")) if CATALOGUE.is_dir() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # load() reports a broken entry when it is asked for
+        repos = entry.get("hf_repos") if isinstance(entry, dict) else None
+        for repo in repos if isinstance(repos, list) else []:
+            if isinstance(repo, str):
+                table.setdefault(repo.lower(), path.stem)
+    return table
+
+
+def catalogue_name_for(name: str) -> str | None:
+    """The catalogue entry a repo id (e.g. meta-llama/Llama-3.1-8B-Instruct) belongs to, or None."""
+    return aliases().get(name.strip().lower())
 
 
 def _catalogue_entry(name: str) -> tuple[dict, str] | None:
@@ -63,6 +86,10 @@ def load(name_or_path: str) -> ModelFacts:
         config, source = found
         return facts_from_config(config, name=name_or_path, where=f"catalogue model {name_or_path}", source=source)
     path = Path(name_or_path)
+    alias = None if path.exists() else catalogue_name_for(name_or_path)
+    if alias is not None:  # a repo id people know the model by; a local path of the same spelling wins
+        config, source = _catalogue_entry(alias)
+        return facts_from_config(config, name=name_or_path, where=f"catalogue model {alias}", source=source)
     if path.is_dir():
         path = path / "config.json"
         if not path.is_file():
