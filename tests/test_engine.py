@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from kvreport.runner.core.model_facts.catalogue import aliases
 from kvreport.runner.core import engine
 from kvreport.runner.core.engine.gpus import GIB, MIB
 from kvreport.runner.core.engine.layout import LayerSpec
@@ -114,7 +115,7 @@ def test_weights_as_the_checkpoint_stores_them():
 
 
 def test_every_alias_names_one_catalogue_entry():
-    table = engine.resolve.__globals__["aliases"]()
+    table = aliases()
     assert table["meta-llama/llama-3.1-8b-instruct"] == "llama-3.1-8b"
     name, raw = engine.resolve("meta-llama/Llama-3.1-8B-Instruct")
     assert name == "llama-3.1-8b" and raw["num_key_value_heads"] == 8
