@@ -525,6 +525,20 @@ def test_plain_utc_times_read_as_the_full_time_parser_reads_them():
     assert set(PLAIN_UTC[:5]) <= read and not read & set(PLAIN_UTC[5:12])  # times in the window only
 
 
+def _damaged(rng: random.Random, base: str, alphabet: str) -> str:
+    """`base` with one to three characters replaced, inserted or deleted at random."""
+    s = list(base)
+    for _ in range(rng.randint(1, 3)):
+        op, i = rng.random(), rng.randrange(len(s))
+        if op < 0.4:
+            s[i] = rng.choice(alphabet)
+        elif op < 0.7:
+            s.insert(i, rng.choice(alphabet))
+        else:
+            del s[i]
+    return "".join(s)
+
+
 def _damaged_times(n_per_base: int, seed: int) -> list[str]:
     """Logged times with one to three characters changed, inserted or deleted (digits, separators, spaces,
     letters, a NUL): texts near the shape kv_sts reads with strptime, on both sides of it."""
@@ -534,17 +548,7 @@ def _damaged_times(n_per_base: int, seed: int) -> list[str]:
     for base in ("2025-06-02T10:00:00Z", "1999-12-31T23:59:59Z", "2099-12-31T23:59:59Z", "2100-01-01T00:00:00Z",
                  "2000-01-01T00:00:00Z", "2024-02-29T12:34:56Z", "2023-02-29T12:34:56Z"):
         out.add(base)
-        for _ in range(n_per_base):
-            s = list(base)
-            for _ in range(rng.randint(1, 3)):
-                op, i = rng.random(), rng.randrange(len(s))
-                if op < 0.4:
-                    s[i] = rng.choice(alphabet)
-                elif op < 0.7:
-                    s.insert(i, rng.choice(alphabet))
-                else:
-                    del s[i]
-            out.add("".join(s))
+        out.update(_damaged(rng, base, alphabet) for _ in range(n_per_base))
     return sorted(out)
 
 
@@ -593,17 +597,7 @@ def test_every_time_form_reads_as_the_general_path_reads_it():
     alphabet = "0123456789-T:Z .+e/\t\x00"
     texts = set(TIME_FORMS)
     for base in TIME_FORMS:
-        for _ in range(5_000):
-            s = list(base)
-            for _ in range(rng.randint(1, 3)):
-                op, i = rng.random(), rng.randrange(len(s))
-                if op < 0.4:
-                    s[i] = rng.choice(alphabet)
-                elif op < 0.7:
-                    s.insert(i, rng.choice(alphabet))
-                else:
-                    del s[i]
-            texts.add("".join(s))
+        texts.update(_damaged(rng, base, alphabet) for _ in range(5_000))
     texts = sorted(texts)
     differ = con.execute("SELECT s, kv_sts(s), kv_sts_any(s) FROM unnest(?::VARCHAR[]) t(s) "
                          "WHERE kv_sts(s) IS DISTINCT FROM kv_sts_any(s)", [texts]).fetchall()

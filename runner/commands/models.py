@@ -11,19 +11,10 @@ from ..core import engine
 from ..core.errors import UserError
 from ..core.model_facts import (BLOCK_TOKENS, DTYPE_BYTES, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES,
                                 ModelFactsError, builtin_names, load)
+from .options import token_counts
 
 DEFAULT_SEQS = "4096,32768,131072"
 GIB = 2**30
-
-
-def _seqs(text: str) -> list[int]:
-    try:
-        seqs = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise UserError(f"--seq {text}: expected comma-separated token counts, e.g. {DEFAULT_SEQS}") from None
-    if not seqs or any(s < 1 for s in seqs):
-        raise UserError(f"--seq {text}: expected comma-separated token counts >= 1, e.g. {DEFAULT_SEQS}")
-    return seqs
 
 
 def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str | None = None) -> dict:
@@ -176,7 +167,7 @@ def models(
         show_default=False)] = None,
 ):
     """What each model's KV cache costs per request, from its config alone (no torch, nothing downloaded)."""
-    seqs = _seqs(seq)
+    seqs = token_counts("--seq", seq, DEFAULT_SEQS)
     if dtype not in DTYPE_BYTES:
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")
     if batch < 1:

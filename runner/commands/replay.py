@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,38 +11,15 @@ from typing import Annotated
 import duckdb
 import typer
 
+from ..core import engine
 from ..core.errors import UserError
 from ..core.model_facts import BLOCK_TOKENS, DTYPE_BYTES, load
 from ..core.store import Store, new_db_file, shown
 from ..replay.store import next_replay_id, persist
 from ..replay.sweep import Setup, kv_pool, replay as run_replay
+from .options import token_counts
 
-# GPU memory as sold (GB = 10^9), the sizes the model facts' fits table uses (model_facts.GPU_SIZES_GB):
-# NVIDIA's datasheets give 24 GB (L4), 80 GB (A100 80GB, H100 SXM) and 141 GB (H200).
-GPUS = {"L4": 24 * 10**9, "A100": 80 * 10**9, "H100": 80 * 10**9, "H200": 141 * 10**9}
 DECODE_TOKENS_PER_S = 30.0  # an assumption, not a measurement: one stream at ~33 ms per output token
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|bytes?|kb|kib|mb|mib|gb|gib|tb|tib)\s*$", re.IGNORECASE)
-_SCALE = {"b": 1, "byte": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30,
-          "tb": 10**12, "tib": 2**40}
-
-
-def _bytes(option: str, value: str) -> int:
-    m = _SIZE.match(value)
-    if not m or float(m.group(1)) <= 0:
-        raise UserError(f"{option} {value!r}: not a size; give a positive number with a unit, e.g. 141GB or 2TiB")
-    return int(float(m.group(1)) * _SCALE[m.group(2).lower().rstrip("s")])
-
-
-def _counts(option: str, text: str | None) -> list[int]:
-    if not text:
-        return []
-    try:
-        values = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise UserError(f"{option} {text}: expected comma-separated token counts, e.g. 1536000,5120000") from None
-    if not values or any(v < 1 for v in values):
-        raise UserError(f"{option} {text}: expected comma-separated token counts >= 1")
-    return values
 
 
 def _progress(enabled: bool):
@@ -101,7 +77,8 @@ def replay(
     paths: Annotated[list[Path], typer.Argument(help="Trace files (JSON lines: Mooncake or Bailian shape).",
                                                 show_default=False)],
     model: Annotated[str, typer.Option(help="Model: a catalogue name, a config.json or a folder with one.")],
-    gpu: Annotated[str, typer.Option(help=f"GPU kind: {', '.join(GPUS)}.")] = "H200",
+    gpu: Annotated[str, typer.Option(help=f"GPU kind: {', '.join(engine.GPUS)} (memory as the device reports it).")]
+        = "H200",
     gpu_memory: Annotated[str | None, typer.Option(help="GPU memory instead of --gpu, e.g. 141GB or 96GiB.")] = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel GPUs per replica.")] = 1,
     dtype: Annotated[str, typer.Option(help="KV cache and weight dtype.")] = "bfloat16",
@@ -133,19 +110,17 @@ def replay(
     if dtype not in DTYPE_BYTES:
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")
     if gpu_memory is not None:
-        gpu_bytes, gpu_name = _bytes("--gpu-memory", gpu_memory), f"{gpu_memory} GPU"
-    elif gpu.upper() in GPUS:
-        gpu_bytes, gpu_name = GPUS[gpu.upper()], gpu.upper()
+        gpu_bytes, gpu_name = engine.parse_size(gpu_memory, "--gpu-memory"), f"{gpu_memory} GPU"
     else:
-        raise UserError(f"--gpu {gpu}: expected one of {', '.join(GPUS)}, or give --gpu-memory")
+        gpu_bytes, gpu_name = engine.gpu_bytes(gpu), gpu.upper()
     for p in paths:
         if not p.is_file():
             raise UserError(f"{shown(p)}: not a readable file")
-    host = _bytes("--host-memory", host_memory) if host_memory else None
+    host = engine.parse_size(host_memory, "--host-memory") if host_memory else None
     facts = load(model)
     pool = kv_pool(facts, gpu_bytes, tp, dtype, block_tokens)
     setup = Setup(list(paths), pool, tp, block_tokens, trace_block_tokens, decode_tokens_per_s, target,
-                  _counts("--capacity-tokens", capacity_tokens), host,
+                  token_counts("--capacity-tokens", capacity_tokens, "1536000,5120000") if capacity_tokens else [], host,
                   _progress(sys.stderr.isatty() if progress is None else progress))
     try:
         result = run_replay(setup)

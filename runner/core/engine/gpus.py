@@ -30,9 +30,10 @@ def gpu_bytes(name: str) -> int:
 
 
 def parse_size(text: str, option: str) -> int:
-    """'3.81GiB', '80GB', '24576MiB', '80' (GiB) -> bytes; anything else is an EngineError naming `option`."""
+    """'3.81GiB', '80GB', '24576MiB', '2TiB', '80' (GiB) -> bytes; anything else is an EngineError naming `option`."""
     t = text.strip().replace(" ", "")
-    units = (("gib", GIB), ("mib", MIB), ("gb", 10**9), ("mb", 10**6), ("g", GIB), ("", GIB))
+    units = (("tib", 2**40), ("gib", GIB), ("mib", MIB), ("tb", 10**12), ("gb", 10**9), ("mb", 10**6), ("g", GIB),
+             ("", GIB))
     for suffix, scale in units:
         if t.lower().endswith(suffix):
             number = t[:len(t) - len(suffix)] if suffix else t
@@ -43,4 +44,4 @@ def parse_size(text: str, option: str) -> int:
             if value > 0 and value == value and value != float("inf"):
                 return int(value * scale)
             break
-    raise EngineError(f"{option} {text}: expected a size such as 3.81GiB, 80GB or 24576MiB")
+    raise EngineError(f"{option} {text}: expected a size such as 3.81GiB, 80GB, 24576MiB or 2TiB")
