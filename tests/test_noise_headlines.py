@@ -94,7 +94,7 @@ def test_pressure_headline_number_is_the_requests_admitted(con):
                 "max_requests_measured, ceiling_bytes, ceiling_fraction, stop_reason) "
                 "VALUES (1, 512, 37748736, 13107, 25.6, 1, 966367641, 0.9, 'time')")
     (row,) = Queries(con)("headline_pressure")
-    assert row["value"] == 1 and row["unit"] == "requests admitted"
+    assert row["value"] == 1 and row["unit"] == "request admitted"
     assert "1 request of 512 tokens admitted before the time budget" in row["finding"]
     assert "rule (not a measurement)" in row["finding"] and "25.6 requests" in row["finding"]
 

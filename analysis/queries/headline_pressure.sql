@@ -17,7 +17,8 @@ SELECT l.run_id,
                    ELSE ' (a CPU safety limit, not the RAM size)' END,
               l.capacity_tokens, l.max_concurrency) AS finding,
        -- the headline number is what was measured (requests admitted), never the engine rule's figure
-       l.max_requests_measured::DOUBLE AS value, 'requests admitted' AS unit, 'pressure.html' AS page,
+       l.max_requests_measured::DOUBLE AS value,
+       CASE WHEN l.max_requests_measured = 1 THEN 'request admitted' ELSE 'requests admitted' END AS unit, 'pressure.html' AS page,
        CASE WHEN r.device_kind <> 'cuda' THEN 'the ceiling is a CPU safety limit chosen by the run, not a device''s memory' END AS demonstration
 FROM longest l JOIN runs r USING (run_id)
 WHERE l.rn = 1
