@@ -20,7 +20,10 @@ from kvreport.runner.measure.models import ModelError, catalogue_names, load_mod
 
 CPU = torch.device("cpu")
 BUDGET = 48 * 2**20
-CAP_LIMIT = 8192
+# Window and chunk edges up to here are prefilled through the replica. Llama 4's 8,192-token chunks are not:
+# an 8k-token prefill through 40 heads needs over 10 GB on a CPU; test_model_facts_transformers checks the
+# same chunk rule at 8-token chunks.
+CAP_LIMIT = 4097
 
 
 def _facts_or_skip(name):
