@@ -7,7 +7,16 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from packaging.version import Version  # noqa: E402
+
 from kvreport.runner.core.model_facts import facts_from_config  # noqa: E402
+
+# Where a newer transformers lays a cache out differently from the release the facts follow (5.24): the test
+# must then fail (strict xfail), so a fix on either side is noticed. (config name, first release that differs)
+NEWER_RELEASE_DIFFERENCES = {
+    ("falcon-new", "5.25.0"): "transformers 5.25's Falcon (new_decoder_architecture) caches its num_kv_heads K/V "
+                              "heads; 5.24 (the facts) caches them repeated to every attention head",
+}
 
 SMALL = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=64, pad_token_id=0)
@@ -104,7 +113,10 @@ def _held_bytes(layer) -> tuple[int, int, int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_facts_match_what_transformers_builds_and_caches(name):
+def test_facts_match_what_transformers_builds_and_caches(name, request):
+    for (config, since), why in NEWER_RELEASE_DIFFERENCES.items():
+        if config == name and Version(transformers.__version__) >= Version(since):
+            request.applymarker(pytest.mark.xfail(reason=why, strict=True))
     raw = CONFIGS[name]
     facts = facts_from_config(raw)
     torch.manual_seed(0)
