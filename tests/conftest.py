@@ -79,9 +79,9 @@ def write_payload_db(path: Path) -> dict:
                  "n_layers": 2, "match": True} for b in (1, 2) for s in (16, 64)]
         layers = [{"layer": i, "seq_len": 64, "batch_size": 1, "k_bytes": 64 * 256, "v_bytes": 64 * 256,
                    "cached_tokens": 64, "k_shape": "1x4x64x16"} for i in range(2)]
-        store.record_experiment(run_id, "kv_memory_v2", "ok", None,
-                                {"kv_memory_v2": rows, "kv_per_layer": layers}, duration_s=0.1)
-        store.record_experiment(run_id, "kv_memory", "skipped", PAYLOADS["img"] + " needs CUDA", duration_s=0.0)
+        store.record_experiment(run_id, "cache_tensors", "ok", None,
+                                {"cache_tensors": rows, "kv_per_layer": layers}, duration_s=0.1)
+        store.record_experiment(run_id, "allocator_memory", "skipped", PAYLOADS["img"] + " needs CUDA", duration_s=0.0)
         store.record_experiment(run_id, PAYLOADS["script"], "failed", PAYLOADS["attr"], duration_s=0.0)
         store.finish_run(run_id, "complete")
     return {"run_id": run_id, "model": model, "meta": meta}

@@ -263,11 +263,11 @@ def test_measured_bytes_per_token_preferred(tmp_path):
 
     db = tmp_path / "k.duckdb"
     # A float32 run's 1,024 B/token (2x2x4x16x4) is twice what the audit prices (16-bit): it is not used.
-    run("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])
+    run("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None, only=["cache_tensors"])
     s, con = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
     con.close()
     assert s["kv_bytes_source"] == "formula" and s["kv_bytes_per_token"] == 512
-    run("tiny-gpt2", "cpu", "bfloat16", ["2"], True, db, echo=lambda *_: None, only=["kv_memory_v2"])
+    run("tiny-gpt2", "cpu", "bfloat16", ["2"], True, db, echo=lambda *_: None, only=["cache_tensors"])
     s, _ = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
     assert s["kv_bytes_source"] == "measured" and s["kv_bytes_per_token"] == 512
     assert "run 2" in s["kv_bytes_detail"] and "bfloat16" in s["kv_bytes_detail"]

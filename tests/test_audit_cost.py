@@ -370,7 +370,7 @@ def test_calls_differing_only_in_request_model_get_their_own_rates(tmp_path):
 
 def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path):
     # The fixture DB holds float32 CPU runs of tiny-gpt2 (a measured 1,024 B/token, twice the 16-bit figure)
-    # with their free host memory (kv_capacity_v3): neither may change what this audit's KV and idle memory cost.
+    # with their free host memory (concurrent_capacity): neither may change what this audit's KV and idle memory cost.
     log = _write(tmp_path / "openai.jsonl", [
         _openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
         _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0),

@@ -17,7 +17,7 @@ def quick_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     db = tmp / "k.duckdb"
     r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--iterations", "1,2", "--only",
-                 "kv_memory,kv_memory_v2", "--db", str(db))
+                 "allocator_memory,cache_tensors", "--db", str(db))
     assert r.returncode == 0, r.stderr
     return tmp, db, r
 
@@ -26,12 +26,12 @@ def test_run_records_formula_match_and_skip(quick_run):
     _, db, r = quick_run
     assert "measuring on the CPU" in r.stdout
     con = duckdb.connect(str(db), read_only=True)
-    rows = con.execute("SELECT bytes_per_token, formula_bytes_per_token, match FROM kv_memory_v2").fetchall()
+    rows = con.execute("SELECT bytes_per_token, formula_bytes_per_token, match FROM cache_tensors").fetchall()
     assert rows and all(m for _, _, m in rows)
     assert all(b == f for b, f, _ in rows)  # tiny-gpt2 at fp32: 2*2*4*16*4 = 1024 B/token
     assert rows[0][1] == 1024
     status = dict(con.execute("SELECT experiment, status FROM experiments").fetchall())
-    assert status == {"kv_memory": "skipped", "kv_memory_v2": "ok"}
+    assert status == {"allocator_memory": "skipped", "cache_tensors": "ok"}
     run = con.execute("SELECT status, device_kind, weights_random, torch_version FROM runs").fetchone()
     assert run[:3] == ("complete", "cpu", True) and run[3]
 
@@ -47,7 +47,7 @@ def test_build_renders_memory_page_with_match_table(quick_run):
     assert "memory-bytes-per-token" in memory.ids()
     assert "1,024" in text  # bytes/token, measured and formula
     assert (out / "assets" / "plotly.min.js").exists()
-    assert (out / "data" / "kv_memory_v2.csv").exists() and (out / "data" / "kvreport.duckdb").exists()
+    assert (out / "data" / "cache_tensors.csv").exists() and (out / "data" / "kvreport.duckdb").exists()
     for page in out.glob("*.html"):
         html = page.read_text()
         assert "cdn." not in html
@@ -72,7 +72,7 @@ def test_export_names_files_after_tables(quick_run, tmp_path):
     _, db, _ = quick_run
     r = kvreport("export", "--db", str(db), "--out", str(tmp_path), "--format", "csv")
     assert r.returncode == 0, r.stderr
-    assert {"kv_memory.csv", "kv_memory_v2.csv", "kv_per_layer.csv", "runs.csv"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"allocator_memory.csv", "cache_tensors.csv", "kv_per_layer.csv", "runs.csv"} <= {p.name for p in tmp_path.iterdir()}
 
 
 def test_models_json_lists_builtin_kv_bytes():

@@ -11,7 +11,7 @@ import torch
 
 from kvreport.runner.core.kv_formula import kv_shape
 from kvreport.runner.measure import compaction as kc
-from kvreport.runner.measure.experiments import kv_compact_v2
+from kvreport.runner.measure.experiments import compaction
 
 from kvreport.runner.measure.probes import MIB
 from measure_helpers import CPU, ctx_for
@@ -54,8 +54,8 @@ def test_workload_shapes():
 def test_compaction_run_rows():
     ctx = ctx_for("tiny-llama-gqa", copy_roof_gbs=10.0, peak_gbs=None)
     ctx.llc_bytes = 16 * MIB  # not the host's cache: the DRAM-sized point below must not depend on it
-    result = kv_compact_v2.run(ctx)
-    rows = result.tables["kv_compact_v2"]
+    result = compaction.run(ctx)
+    rows = result.tables["compaction"]
     # On the CPU the Triton methods are skipped with their reason, in every row and in the summary.
     assert {r["method"] for r in rows} == {"naive", "batched"}
     assert len(rows) == 2 * len(kc.CPU_TARGETS_QUICK)
@@ -68,7 +68,7 @@ def test_compaction_run_rows():
         assert r["bytes_moved"] == 2 * r["kv_bytes"] == 2 * r["n_requests"] * r["seq_len"] * shape.bytes_per_token(4)
         # every share of roof divides by the copy roof measured at exactly this size, stored beside it
         roof = roofs["copy", r["bytes_moved"]]  # timed interleaved with the methods, at the same size
-        assert roof["measured_with"] == "kv_compact_v2" and roof["n"] == r["n"]
+        assert roof["measured_with"] == "compaction" and roof["n"] == r["n"]
         assert r["roof_gbs"] == roof["gbs"] and r["pct_of_roof"] == pytest.approx(r["gbs"] / roof["gbs"])
         assert r["over_roof"] == (r["pct_of_roof"] > 1.05)
         assert r["pct_of_peak"] is None
@@ -101,8 +101,8 @@ def test_a_triton_that_cannot_launch_is_the_triton_methods_skip_reason(monkeypat
     monkeypatch.setattr(kc, "_TRITON_PROBED", {})
     monkeypatch.setattr(tg, "gather_rows", no_compiler)
     ctx = ctx_for("tiny-llama-gqa", copy_roof_gbs=10.0, peak_gbs=None)
-    result = kv_compact_v2.run(ctx)
-    rows = result.tables["kv_compact_v2"]
+    result = compaction.run(ctx)
+    rows = result.tables["compaction"]
     assert {r["method"] for r in rows} == {"naive", "batched"} and all(r["correct"] for r in rows)
     why = "the Triton gather's probe launch failed: RuntimeError: Failed to find C compiler."
     assert all(why in r["skipped_methods"] for r in rows)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from kvreport.runner.measure.experiments import kv_crossover_v3 as crossover
+from kvreport.runner.measure.experiments import crossover as crossover
 
 from measure_helpers import make_ctx
 
@@ -55,7 +55,7 @@ def test_crossover_min_tokens_brackets_the_weights():
 def test_crossover_run_measures_the_loaded_model(tiny):
     with torch.inference_mode():
         result = crossover.run(make_ctx(tiny))
-    rows = result.tables["kv_crossover_v3"]
+    rows = result.tables["crossover"]
     measured = [r for r in rows if r["source"] == "measured"]
     assert {r["model"] for r in measured} == {"tiny-gpt2"} and len(measured) == 7
     assert measured[0]["kv_bytes_per_token"] == 1024 and measured[0]["weight_bytes"] == tiny.weight_bytes()

@@ -18,7 +18,7 @@ import torch
 from kvreport.runner.core.kv_formula import kv_shape
 from kvreport.runner.measure import decode_step
 from kvreport.runner.measure.experiments import RunContext
-from kvreport.runner.measure.experiments import kv_decode_cost_v2 as kd
+from kvreport.runner.measure.experiments import decode_cost as kd
 from kvreport.runner.measure.kv_cache import cache_seq_len, forward_with_cache
 from kvreport.runner.measure.models import load_model
 
@@ -47,7 +47,7 @@ def test_decode_modes_and_their_bytes(model):
     ctx = ctx_for(model, copy_roof_gbs=10.0, peak_gbs=None)
     with torch.inference_mode():
         result = kd.run(ctx)
-    rows = result.tables["kv_decode_cost_v2"]
+    rows = result.tables["decode_cost"]
     per_token = kv_shape(ctx.config).bytes_per_token(4)
     assert len(rows) == 2 * len(kd.sweep(ctx)) == 8  # eager and static per shape; graph needs CUDA
     assert {r["mode"] for r in rows} == {"eager", "static"}
@@ -239,7 +239,7 @@ def test_decode_experiment_records_the_graph_failure_and_keeps_the_other_modes(t
     ctx = quick_ctx(tiny)
     with torch.inference_mode():
         result = kd.run(ctx, make_decoder=make)
-    rows = result.tables["kv_decode_cost_v2"]
+    rows = result.tables["decode_cost"]
     assert {r["mode"] for r in rows} == {"eager", "static"} and len(rows) == 2 * len(kd.sweep(ctx))
     phase = inject if isinstance(inject, str) else "reset"
     assert all(f"graph: CUDA graph {phase} failed: InjectedFailure: " in r["skipped_modes"] for r in rows)
@@ -254,7 +254,7 @@ def test_any_failure_of_one_mode_keeps_the_rows_of_the_others(tiny):
     ctx = quick_ctx(tiny)
     with torch.inference_mode():
         result = kd.run(ctx, make_decoder=decoders(static={"rewind": exploding}))
-    rows = result.tables["kv_decode_cost_v2"]
+    rows = result.tables["decode_cost"]
     assert {r["mode"] for r in rows} == {"eager"} and len(rows) == len(kd.sweep(ctx))
     assert all("static: failed at prefix=32 batch=1: ValueError: reset exploded" in r["skipped_modes"] for r in rows)
 

@@ -31,9 +31,9 @@ METHOD_KEYS = {"columns": set(_T.columns()), "host_columns": set(_T.host_columns
 # (experiment, source text of an expression the reader cannot follow) -> (module under runner/measure,
 # function, name or None for what the function returns): the rows (or the row) that expression stands for.
 OPAQUE = {
-    ("kv_pressure_v3", "adm.rows"): ("experiments/kv_pressure_v3.py", "admit", "rows"),  # Admission.rows
+    ("pressure", "adm.rows"): ("experiments/pressure.py", "admit", "rows"),  # Admission.rows
     # one row per allocator phase: each phase's counters, as the child process reports them
-    ("kv_frag_v2", "p"): ("frag_child.py", "stats", "row"),
+    ("fragmentation", "p"): ("frag_child.py", "stats", "row"),
     # every roof point of the run (ctx.shared['roof_curve']) is a roof_row, measured or recorded
     ("*", "list(fresh.values())"): ("ceilings.py", "roof_row", None),
 }
@@ -303,17 +303,17 @@ def test_every_row_key_is_a_column_of_its_table(experiment, schema_columns):
 
 
 def test_the_reader_sees_keys_in_gpu_only_branches():
-    """Guard of the guard: kv_frag_v2 runs on CUDA only; its rows carry the child's phase counters."""
-    frag = next(e for e in EXPERIMENTS if e.name == "kv_frag_v2")
+    """Guard of the guard: fragmentation runs on CUDA only; its rows carry the child's phase counters."""
+    frag = next(e for e in EXPERIMENTS if e.name == "fragmentation")
     keys, _ = row_keys(frag)
-    assert {"allocator", "phase", "reserved_bytes", "n_requests"} <= keys["kv_frag_v2"]
+    assert {"allocator", "phase", "reserved_bytes", "n_requests"} <= keys["fragmentation"]
 
 
 def test_a_bogus_key_in_a_gpu_only_row_is_reported(schema_columns):
     """Guard of the guard: a key no table has, added to the CUDA-only fragmentation row, is caught."""
-    frag = next(e for e in EXPERIMENTS if e.name == "kv_frag_v2")
+    frag = next(e for e in EXPERIMENTS if e.name == "fragmentation")
     source = Path(frag.module.__file__).read_text(encoding="utf-8")
     line = 'rows.append({"allocator": allocator, **p,'
     assert source.count(line) == 1
     keys, unresolved = row_keys(frag, source.replace(line, 'rows.append({"allocator": allocator, "bogus": 1, **p,'))
-    assert not unresolved and sorted(keys["kv_frag_v2"] - schema_columns["kv_frag_v2"]) == ["bogus"]
+    assert not unresolved and sorted(keys["fragmentation"] - schema_columns["fragmentation"]) == ["bogus"]

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from kvreport.runner.measure.experiments import Skip
-from kvreport.runner.measure.experiments import kv_frag_v2 as kf
+from kvreport.runner.measure.experiments import fragmentation as kf
 from kvreport.runner.measure.frag_child import plan
 
 from htmldoc import Doc, element_ids, page_text
@@ -56,10 +56,10 @@ def test_fragmentation_page_and_claim_with_gpu_rows(tmp_path):
     with Store(db) as store:
         run_id = store.begin_run({"device_kind": "cuda", "device_name": "Synthetic GPU", "model": "tiny-gpt2",
                                   "dtype": "float16"})
-        state = {"experiment": "kv_frag_v2", "sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "power_w": 120.5,
+        state = {"experiment": "fragmentation", "sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "power_w": 120.5,
                  "temp_c": 41, "throttle_reasons": "none"}
-        store.record_experiment(run_id, "kv_frag_v2", "ok", None, {
-            "kv_frag_v2": rows, "device_state": [{**state, "moment": "before"},
+        store.record_experiment(run_id, "fragmentation", "ok", None, {
+            "fragmentation": rows, "device_state": [{**state, "moment": "before"},
                                                  {**state, "moment": "after", "throttle_reasons": "sw_power_cap"}]})
         store.finish_run(run_id, "complete")
     build_site(db, tmp_path / "site")

@@ -226,7 +226,7 @@ def test_device_state_reads_nvml_fields_and_names_throttle_reasons():
     s = probes.read_device_state(FakeNVML(), handle=object())
     assert (s.sm_clock_mhz, s.mem_clock_mhz, s.power_w, s.temp_c) == (1980, 3201, pytest.approx(412.345), 61)
     assert s.throttle_reasons == "sw_power_cap,hw_thermal,other(0x1000)"
-    assert s.row("kv_compact_v2", "after") == {"experiment": "kv_compact_v2", "moment": "after", "sm_clock_mhz": 1980,
+    assert s.row("compaction", "after") == {"experiment": "compaction", "moment": "after", "sm_clock_mhz": 1980,
                                                "mem_clock_mhz": 3201, "power_w": pytest.approx(412.345),
                                                "temp_c": 61, "throttle_reasons": "sw_power_cap,hw_thermal,other(0x1000)"}
     quiet = probes.read_device_state(FakeNVML(mask=0, power=False), handle=object())

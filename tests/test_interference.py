@@ -10,7 +10,7 @@ import torch
 from transformers import StaticCache
 
 from kvreport.runner.measure.experiments import RunContext
-from kvreport.runner.measure.experiments import kv_interference_v3 as interference
+from kvreport.runner.measure.experiments import interference as interference
 
 from fake_cuda import FakeCuda, InjectedFailure, decoders
 from measure_helpers import CPU, make_ctx
@@ -50,6 +50,28 @@ def test_bound_accepts_overlap_and_noise_but_not_the_roof():
     assert peak["compact"]["bound_violated"] and "theoretical peak" in peak["compact"]["bound_note"]
 
 
+def _shared(inflation, lost, balanced=True):
+    return {"concurrency": "threads", "decode_mode": "eager", "balance_ratio": 1.1 if balanced else 3.0,
+            "balanced": balanced, "decode_inflation": inflation, "compact_bw_lost": lost}
+
+
+def test_the_run_summary_judges_as_the_findings_do():
+    """The terminal line says what headline_interference.sql says: a violated bound is a measurement error and
+    impossible contention figures are too noisy to say; neither prints as a result."""
+    ok = {"bound_violated": False, "bound_note": None}
+    bad = {"bound_violated": True, "bound_note": "faster than compact alone (1.289 ms)"}
+    violated = interference.summary_line(1.289, 0.5, 0.903, bad, _shared(0.4, -2.42))
+    assert "measurement error" in violated and "-242%" not in violated and "SANITY" not in violated
+    noisy = interference.summary_line(1.0, 1.0, 1.5, ok, _shared(1.5, -2.42))
+    assert "too noisy to say" in noisy and "lost -242%" in noisy  # the numbers, named as noise
+    faster = interference.summary_line(1.0, 1.0, 1.5, ok, _shared(0.8, 0.2))
+    assert "too noisy to say" in faster
+    unbalanced = interference.summary_line(1.0, 3.0, 3.2, ok, _shared(1.2, 0.3, balanced=False))
+    assert "cannot show contention" in unbalanced and "lost" not in unbalanced
+    good = interference.summary_line(1.0, 1.0, 1.5, ok, _shared(1.3, 0.25))
+    assert good.endswith("decode inflated 1.30x, compaction bandwidth lost 25% when run together")
+
+
 def test_threaded_both_reraises_a_failed_compaction(tiny):
     def broken():
         raise RuntimeError("gather failed")
@@ -65,7 +87,7 @@ def test_interference_runs_on_cpu_with_threads(tiny):
     ctx = make_ctx(tiny, shared=dict(NO_HEADLINE_ROOF))
     with torch.inference_mode():
         result = interference.run(ctx)
-    rows = {r["mode"]: r for r in result.tables["kv_interference_v3"]}
+    rows = {r["mode"]: r for r in result.tables["interference"]}
     assert set(rows) == {"compact", "decode", "both"}
     assert all(r["concurrency"] == "threads" and r["correct"] for r in rows.values())
     assert all(r["decode_mode"] == "static" for r in rows.values())  # the fastest mode the CPU has
@@ -106,7 +128,7 @@ def test_interference_falls_back_from_graph_to_static_to_eager_and_says_why(tiny
                                 make_decoder=decoders(graph={"cuda": FakeCuda("capture")}))
 
     result = run()
-    rows = result.tables["kv_interference_v3"]
+    rows = result.tables["interference"]
     assert {r["decode_mode"] for r in rows} == {"static"}
     assert {r["decode_fallback"] for r in rows} == {
         "graph: CUDA graph capture failed: InjectedFailure: operation not permitted when stream is capturing (injected)"}
@@ -120,7 +142,7 @@ def test_interference_falls_back_from_graph_to_static_to_eager_and_says_why(tiny
         result = run()
     finally:
         hook.remove()  # the model is the module's fixture
-    rows = result.tables["kv_interference_v3"]
+    rows = result.tables["interference"]
     assert {r["decode_mode"] for r in rows} == {"eager"} and all(r["correct"] for r in rows)
     fallback = rows[0]["decode_fallback"]
     assert fallback.startswith("graph: CUDA graph warm-up failed: InjectedFailure: static step exploded; ")

@@ -192,8 +192,8 @@ def test_version_and_flag_help():
 
 
 def test_only_with_an_unknown_experiment_lists_the_valid_names(tmp_path):
-    r = cli_in_process("run", "--only", "kv_memory_v2,nope", "--db", str(tmp_path / "k.duckdb"))
-    assert r.returncode == 2 and "nope" in r.stderr and "kv_memory_v2" in r.stderr and "Traceback" not in r.stderr
+    r = cli_in_process("run", "--only", "cache_tensors,nope", "--db", str(tmp_path / "k.duckdb"))
+    assert r.returncode == 2 and "nope" in r.stderr and "cache_tensors" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "k.duckdb").exists()
 
 

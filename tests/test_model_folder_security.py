@@ -53,7 +53,7 @@ def test_a_folder_naming_its_own_code_is_refused_by_name(tmp_path, weights):
 def test_run_never_runs_folder_code_even_with_yes_on_stdin(tmp_path):
     folder, marker = _remote_code_folder(tmp_path)
     out = subprocess.run([sys.executable, "-m", "kvreport.runner", "run", "--model", str(folder), "--quick",
-                          "--only", "kv_memory_v2", "--db", str(tmp_path / "r.duckdb")],
+                          "--only", "cache_tensors", "--db", str(tmp_path / "r.duckdb")],
                          input="y\n" * 20, capture_output=True, text=True, timeout=300)
     assert out.returncode == 2 and "auto_map" in out.stderr and not marker.exists(), out.stderr[-2000:]
 

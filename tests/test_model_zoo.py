@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from kvreport.runner.core import model_facts
-from kvreport.runner.measure.experiments.kv_memory_v2 import measure_layers
+from kvreport.runner.measure.experiments.cache_tensors import measure_layers
 from kvreport.runner.measure.models import ModelError, catalogue_names, load_model, resolve
 
 CPU = torch.device("cpu")
@@ -54,7 +54,7 @@ PINNED_MLA = ("deepseek_v3", "deepseek_v2", "kimi_k2")
 def _check(loaded, facts, seqs, dtype: str):
     import transformers
 
-    from kvreport.runner.measure.experiments.kv_memory_v2 import _mla_layout
+    from kvreport.runner.measure.experiments.cache_tensors import _mla_layout
 
     for batch in (1, 2):
         for seq in seqs:
@@ -156,7 +156,7 @@ def test_unknown_model_type_is_one_clear_error(tmp_path):
 
 
 def test_a_cache_that_stops_growing_never_crosses_its_weights():
-    from kvreport.runner.measure.experiments.kv_crossover_v3 import facts_rows
+    from kvreport.runner.measure.experiments.crossover import facts_rows
 
     every_layer_sliding = model_facts.facts_from_config({**LLAMA_TOY, "model_type": "mistral", "sliding_window": 8})
     rows = facts_rows("toy", "formula", every_layer_sliding, "bfloat16")
@@ -177,14 +177,14 @@ def test_cli_run_on_a_config_only_folder_records_the_build(tmp_path):
     import os
 
     out = subprocess.run([sys.executable, "-m", "kvreport.runner", "run", "--model", str(folder), "--device", "cpu",
-                          "--quick", "--only", "kv_memory_v2,kv_decode_cost_v2", "--db", str(db)],
+                          "--quick", "--only", "cache_tensors,decode_cost", "--db", str(db)],
                          capture_output=True, text=True, env={**os.environ, **env}, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
     rows = con.execute("SELECT seq_len, batch_size, kv_bytes, expected_kv_bytes, match, model_build "
-                       "FROM kv_memory_v2 ORDER BY batch_size, seq_len").fetchall()
+                       "FROM cache_tensors ORDER BY batch_size, seq_len").fetchall()
     assert rows and all(r[4] for r in rows)
     assert {127, 128, 129} <= {r[0] for r in rows}  # below, at and above the 128-token window
     build = json.loads(rows[0][5])
@@ -192,5 +192,5 @@ def test_cli_run_on_a_config_only_folder_records_the_build(tmp_path):
     kinds = dict(con.execute("SELECT kind, count(*) FROM kv_per_layer WHERE seq_len = 129 AND batch_size = 1 "
                              "GROUP BY kind").fetchall())
     assert kinds == {"sliding": 12, "full": 12}
-    skipped = con.execute("SELECT status, reason FROM experiments WHERE experiment = 'kv_decode_cost_v2'").fetchone()
+    skipped = con.execute("SELECT status, reason FROM experiments WHERE experiment = 'decode_cost'").fetchone()
     assert skipped[0] == "skipped" and "replica" in skipped[1]

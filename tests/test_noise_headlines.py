@@ -21,7 +21,7 @@ def con():
 
 def _decode(con, run_id, batch, step_ms, wide=False, prefix=64):
     con.execute(
-        "INSERT INTO kv_decode_cost_v2 (run_id, mode, prefix_len, batch_size, step_ms, p25_ms, p75_ms, spread_wide, "
+        "INSERT INTO decode_cost (run_id, mode, prefix_len, batch_size, step_ms, p25_ms, p75_ms, spread_wide, "
         "pct_of_roof, weights_floor_ms, bandwidth_floor_ms, roof_basis, over_roof, dram_sized) "
         "VALUES (?, 'eager', ?, ?, ?, ?, ?, ?, 0.09, 1.0, 1.1, 'same-size read roof', false, true)",
         [run_id, prefix, batch, step_ms, 0.97 * step_ms, 1.03 * step_ms, wide])
@@ -50,7 +50,7 @@ def test_decode_with_a_wide_spread_at_batch_one_is_too_noisy(con):
 
 def _compact(con, run_id, moved, method, gbs, pct, wide):
     con.execute(
-        "INSERT INTO kv_compact_v2 (run_id, method, bytes_moved, time_ms, spread_wide, gbs, pct_of_roof, roof_gbs, "
+        "INSERT INTO compaction (run_id, method, bytes_moved, time_ms, spread_wide, gbs, pct_of_roof, roof_gbs, "
         "over_roof, roof_basis) VALUES (?, ?, ?, 1.0, ?, ?, ?, 10.0, false, 'same-size copy roof')",
         [run_id, method, moved, wide, gbs, pct])
 
@@ -77,7 +77,7 @@ def test_compare_reads_the_headline_figure_and_never_a_flagged_best(con):
         for moved, pct in ((2 << 20, 0.997), (144 << 20, 0.151)):
             _compact(con, run_id, moved, "naive", 1.0, 0.1, False)
             _compact(con, run_id, moved, "batched", 10 * pct, pct, wide and moved > 2 << 20)
-    con.execute("UPDATE kv_compact_v2 SET gbs = 4.09, over_roof = true WHERE run_id = 2 AND method = 'naive' "
+    con.execute("UPDATE compaction SET gbs = 4.09, over_roof = true WHERE run_id = 2 AND method = 'naive' "
                 "AND bytes_moved = 2 << 20")
     at_largest = _compare(con, "compaction batched, % of same-size copy roof at the largest workload")
     headline = {r["run_id"]: r["value"] for r in Queries(con)("headline_compaction")}
@@ -90,7 +90,7 @@ def test_compare_reads_the_headline_figure_and_never_a_flagged_best(con):
 
 def test_pressure_headline_number_is_the_requests_admitted(con):
     con.execute("UPDATE runs SET device_kind = 'cpu'")
-    con.execute("INSERT INTO kv_capacity_v3 (run_id, seq_len, bytes_per_request, capacity_tokens, max_concurrency, "
+    con.execute("INSERT INTO concurrent_capacity (run_id, seq_len, bytes_per_request, capacity_tokens, max_concurrency, "
                 "max_requests_measured, ceiling_bytes, ceiling_fraction, stop_reason) "
                 "VALUES (1, 512, 37748736, 13107, 25.6, 1, 966367641, 0.9, 'time')")
     (row,) = Queries(con)("headline_pressure")
@@ -100,7 +100,7 @@ def test_pressure_headline_number_is_the_requests_admitted(con):
 
 
 def test_pressure_engine_line_of_a_length_with_no_request_admitted(con):
-    con.execute("INSERT INTO kv_capacity_v3 (run_id, seq_len, max_requests_measured, stop_reason) "
+    con.execute("INSERT INTO concurrent_capacity (run_id, seq_len, max_requests_measured, stop_reason) "
                 "VALUES (1, 128, 0, 'time')")
     (row,) = Queries(con)("pressure_capacity")
     assert row["engine_line"] == "no 128-token request admitted before the time budget: no capacity to compute"

@@ -46,7 +46,7 @@ def test_the_wheel_holds_exactly_the_package_files(tmp_path):
     assert not files - expected, f"in the wheel but not in the checkout: {sorted(files - expected)[:10]}"
     for must in ("kvreport/runner/core/schema/001_initial.sql", "kvreport/runner/audit/sql/setup/macros.sql",
                  "kvreport/runner/core/catalogue/deepseek-v3.json", "kvreport/templates/assets/site.css",
-                 "kvreport/runner/measure/experiments/kv_memory_v2.py"):
+                 "kvreport/runner/measure/experiments/cache_tensors.py"):
         assert must in files, must
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kvreport = kvreport.runner.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -9,7 +9,7 @@ import weakref
 import pytest
 import torch
 
-from kvreport.runner.measure.experiments import kv_pressure_v3 as pressure
+from kvreport.runner.measure.experiments import pressure as pressure
 
 from measure_helpers import fake_cache, make_ctx
 
@@ -18,7 +18,7 @@ def test_pressure_stops_at_the_cap_and_records_every_request(tiny, monkeypatch):
     monkeypatch.setenv("KVREPORT_PRESSURE_CAP", "3")
     with torch.inference_mode():
         result = pressure.run(make_ctx(tiny))
-    rows, caps = result.tables["kv_pressure_v3"], result.tables["kv_capacity_v3"]
+    rows, caps = result.tables["pressure"], result.tables["concurrent_capacity"]
     assert [c["seq_len"] for c in caps] == [64, 128]
     for c in caps:
         mine = [r for r in rows if r["seq_len"] == c["seq_len"]]
@@ -98,7 +98,7 @@ def test_pressure_out_of_memory_is_caught_recorded_and_freed(tiny, monkeypatch, 
     monkeypatch.setattr(pressure, "device_usable", check_after_freeing)
     with torch.inference_mode():
         result = pressure.run(make_ctx(tiny))
-    caps = result.tables["kv_capacity_v3"]
+    caps = result.tables["concurrent_capacity"]
     assert [c["stop_reason"] for c in caps] == ["oom", "oom"]
     assert all(c["max_requests_measured"] == 2 for c in caps)
     assert all("out of memory after 2 requests" in c["notes"] and error.__name__ in c["notes"] for c in caps)

@@ -8,6 +8,7 @@ import pytest
 
 from kvreport.runner.core.merge import merge
 from kvreport.runner.core.store import SCHEMA_VERSION, Store, StoreError, current_schema_copy, schema_steps, table_columns
+from kvreport.runner.core.table_names import SEED_NAMES
 from conftest import cli_in_process
 
 PUBLISHED_V1 = Path(__file__).parent / "fixtures" / "published_v1.duckdb"
@@ -32,7 +33,7 @@ def _meta(host="box-a", model="tiny-gpt2"):
 def _add_run(path: Path, host="box-a", rows=2) -> int:
     with Store(path) as s:
         run_id = s.begin_run(_meta(host))
-        s.record_experiment(run_id, "kv_memory_v2", "ok", None, {"kv_memory_v2": [
+        s.record_experiment(run_id, "cache_tensors", "ok", None, {"cache_tensors": [
             {"seq_len": 8 * (i + 1), "batch_size": 1, "kv_bytes": 100 * (i + 1)} for i in range(rows)]})
         s.finish_run(run_id, "complete")
     return run_id
@@ -74,7 +75,8 @@ def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row
     assert _version(db) == SCHEMA_VERSION
     with Store(db, read_only=True) as s:
         for table, n in counts.items():
-            assert s.query(f"SELECT count(*) AS n FROM {table}")[0]["n"] == n, table
+            renamed = {old: new for new, old in SEED_NAMES.items()}.get(table, table)
+            assert s.query(f"SELECT count(*) AS n FROM {renamed}")[0]["n"] == n, table
         uids = s.query("SELECT run_uid FROM runs")
         assert uids and all(u["run_uid"] for u in uids)
     r = cli_in_process("migrate", db)
@@ -124,7 +126,7 @@ def test_merge_remaps_run_ids_and_keeps_rows_with_their_run(tmp_path):
     with Store(out, read_only=True) as s:
         runs = s.query("SELECT run_id, host FROM runs ORDER BY run_id")
         assert [(r["run_id"], r["host"]) for r in runs] == [(1, "box-a"), (2, "box-a"), (3, "box-b")]
-        per_run = s.query("SELECT run_id, count(*) AS n FROM kv_memory_v2 GROUP BY run_id ORDER BY run_id")
+        per_run = s.query("SELECT run_id, count(*) AS n FROM cache_tensors GROUP BY run_id ORDER BY run_id")
         assert [(r["run_id"], r["n"]) for r in per_run] == [(1, 1), (2, 2), (3, 3)]
         statuses = s.query("SELECT run_id FROM experiments ORDER BY run_id")
         assert [r["run_id"] for r in statuses] == [1, 2, 3]
@@ -138,7 +140,7 @@ def test_merge_does_not_duplicate_a_run_it_already_holds(tmp_path):
     assert (reports[0].runs_added, reports[0].runs_present) == (0, 1)
     with Store(out, read_only=True) as s:
         assert s.query("SELECT count(*) AS n FROM runs")[0]["n"] == 1
-        assert s.query("SELECT count(*) AS n FROM kv_memory_v2")[0]["n"] == 2
+        assert s.query("SELECT count(*) AS n FROM cache_tensors")[0]["n"] == 2
 
 
 def test_merge_mixes_schema_versions_and_keeps_audit_ids_unique(tmp_path):

@@ -141,7 +141,7 @@ def test_overview_has_headlines_runs_environment_and_skips(built_site, fixture_d
     n_runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
     n_skipped = con.execute("SELECT count(DISTINCT (experiment, reason)) FROM experiments "
                             "WHERE status <> 'ok'").fetchone()[0]
-    bpt = con.execute("SELECT bytes_per_token FROM kv_memory_v2 ORDER BY run_id DESC, seq_len DESC LIMIT 1").fetchone()[0]
+    bpt = con.execute("SELECT bytes_per_token FROM cache_tensors ORDER BY run_id DESC, seq_len DESC LIMIT 1").fetchone()[0]
     con.close()
     text = (built_site / "index.html").read_text(encoding="utf-8")
     doc = Doc(text)
@@ -742,7 +742,7 @@ def test_memory_headline_is_the_growth_per_token_with_constant_state_apart():
     apply_steps(con, 0)  # the DB's tables, which the query's macros (kv_growth) read
     con.execute("INSERT INTO runs (run_id, status, model, dtype) VALUES (1, 'ok', 'hybrid', 'bfloat16'), "
                 "(2, 'ok', 'windowed', 'bfloat16')")
-    memory = "INSERT INTO kv_memory_v2 (run_id, seq_len, batch_size, cached_tokens, kv_bytes, bytes_per_token, match) "
+    memory = "INSERT INTO cache_tensors (run_id, seq_len, batch_size, cached_tokens, kv_bytes, bytes_per_token, match) "
     for seq in (16, 64):  # hybrid: 100 B/token + 5,000 B of state
         con.execute(memory + "VALUES (1, ?, 1, ?, ?, ?, true)", [seq, seq, 100 * seq + 5000, (100 * seq + 5000) / seq])
     for seq, held in ((16, 16), (64, 64), (200, 127)):  # windowed: 2 layers x 50 B/token, one capped at 127

@@ -12,7 +12,7 @@ def _meta():
 
 def test_new_file_gets_schema_version_and_core_tables(tmp_path):
     with Store(tmp_path / "k.duckdb") as s:
-        assert {"runs", "experiments", "kv_memory_v2", "kv_per_layer", "kv_memory"} <= set(s.tables())
+        assert {"runs", "experiments", "cache_tensors", "kv_per_layer", "allocator_memory"} <= set(s.tables())
         v = s.query("SELECT value FROM kvreport_meta WHERE key = 'schema_version'")[0]["value"]
         assert int(v) == SCHEMA_VERSION
 
@@ -40,8 +40,8 @@ def test_experiment_rows_are_all_or_nothing(tmp_path):
         good = {"seq_len": 8, "batch_size": 1, "kv_bytes": 10}
         bad = {"seq_len": "not a number", "batch_size": 1, "kv_bytes": 10}
         with pytest.raises(Exception):
-            s.record_experiment(run_id, "kv_memory_v2", "ok", None, {"kv_memory_v2": [good, bad]})
-        assert s.query("SELECT count(*) AS n FROM kv_memory_v2")[0]["n"] == 0
+            s.record_experiment(run_id, "cache_tensors", "ok", None, {"cache_tensors": [good, bad]})
+        assert s.query("SELECT count(*) AS n FROM cache_tensors")[0]["n"] == 0
         assert s.query("SELECT count(*) AS n FROM experiments")[0]["n"] == 0
 
 
@@ -81,7 +81,7 @@ def test_read_only_open_of_missing_file(tmp_path):
         Store(tmp_path / "k.duckdb", read_only=True)
 
 
-@pytest.mark.parametrize("fail_on", ["kv_memory_v2", "kv_per_layer", "experiments"])
+@pytest.mark.parametrize("fail_on", ["cache_tensors", "kv_per_layer", "experiments"])
 def test_a_failure_at_any_insert_leaves_no_rows_of_that_experiment(tmp_path, monkeypatch, fail_on):
     """Data rows and the status row commit together: whichever insert fails, none of them stays."""
     with Store(tmp_path / "k.duckdb") as s:
@@ -95,11 +95,11 @@ def test_a_failure_at_any_insert_leaves_no_rows_of_that_experiment(tmp_path, mon
 
         monkeypatch.setattr(Store, "_insert", insert)
         with pytest.raises(RuntimeError, match="disk full"):
-            s.record_experiment(run_id, "kv_memory_v2", "ok", None, {
-                "kv_memory_v2": [{"seq_len": 8, "batch_size": 1, "kv_bytes": 10}],
+            s.record_experiment(run_id, "cache_tensors", "ok", None, {
+                "cache_tensors": [{"seq_len": 8, "batch_size": 1, "kv_bytes": 10}],
                 "kv_per_layer": [{"layer": 0, "seq_len": 8, "batch_size": 1, "k_bytes": 5, "v_bytes": 5}]})
         monkeypatch.undo()
-        for table in ("kv_memory_v2", "kv_per_layer", "experiments"):
+        for table in ("cache_tensors", "kv_per_layer", "experiments"):
             assert s.query(f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0, table
 
 
@@ -111,30 +111,30 @@ def test_a_failed_write_marks_the_run_failed_and_keeps_the_other_experiments(tmp
 
     def insert(self, table, rows):
         rows = list(rows)
-        if table == "experiments" and rows and rows[0]["experiment"] == "kv_memory_v2" and rows[0]["status"] == "ok":
+        if table == "experiments" and rows and rows[0]["experiment"] == "cache_tensors" and rows[0]["status"] == "ok":
             raise RuntimeError("status row refused")
         return real(self, table, rows)
 
     monkeypatch.setattr(Store, "_insert", insert)
     db = tmp_path / "k.duckdb"
     run_id = run_cmd.execute("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None,
-                             only=["kv_memory_v2", "device_ceilings"])
+                             only=["cache_tensors", "device_ceilings"])
     monkeypatch.undo()
     with Store(db, read_only=True) as s:
         assert s.query("SELECT status FROM runs WHERE run_id = ?", [run_id])[0]["status"] == "failed"
-        assert s.query("SELECT count(*) AS n FROM kv_memory_v2")[0]["n"] == 0
+        assert s.query("SELECT count(*) AS n FROM cache_tensors")[0]["n"] == 0
         assert s.query("SELECT count(*) AS n FROM kv_per_layer")[0]["n"] == 0
         st = {r["experiment"]: r["status"] for r in s.query("SELECT experiment, status FROM experiments")}
-        assert st == {"kv_memory_v2": "failed", "device_ceilings": "ok"}
+        assert st == {"cache_tensors": "failed", "device_ceilings": "ok"}
 
 
 def test_a_key_only_later_rows_carry_is_stored_not_dropped(tmp_path):
     with Store(tmp_path / "k.duckdb") as s:
         run_id = s.begin_run(_meta())
-        s.record_experiment(run_id, "kv_memory_v2", "ok", None, {"kv_memory_v2": [
+        s.record_experiment(run_id, "cache_tensors", "ok", None, {"cache_tensors": [
             {"seq_len": 8, "batch_size": 1},
             {"seq_len": 16, "batch_size": 1, "kv_bytes": 160}]})
-        rows = s.query("SELECT seq_len, kv_bytes FROM kv_memory_v2 ORDER BY seq_len")
+        rows = s.query("SELECT seq_len, kv_bytes FROM cache_tensors ORDER BY seq_len")
         assert [(r["seq_len"], r["kv_bytes"]) for r in rows] == [(8, None), (16, 160)]
 
 

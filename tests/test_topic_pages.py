@@ -10,14 +10,14 @@ import duckdb
 import pytest
 
 from kvreport.runner.measure import compaction as kc
-from kvreport.runner.measure.experiments import kv_pressure_v3 as pressure
+from kvreport.runner.measure.experiments import pressure as pressure
 
 from htmldoc import Doc, element_ids, page_text
 
 
 pytestmark = pytest.mark.slow  # both fixtures run `kvreport run` in-process
 
-ITER2 = ["device_ceilings", "kv_decode_cost_v2", "kv_frag_v2", "kv_compact_v2"]
+ITER2 = ["device_ceilings", "decode_cost", "fragmentation", "compaction"]
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,8 @@ def test_cpu_db_experiment_statuses(cpu_site):
     con = duckdb.connect(str(db), read_only=True)
     status = dict(con.execute("SELECT experiment, status FROM experiments").fetchall())
     con.close()
-    assert status == {"device_ceilings": "ok", "kv_decode_cost_v2": "ok", "kv_frag_v2": "skipped",
-                      "kv_compact_v2": "ok"}
+    assert status == {"device_ceilings": "ok", "decode_cost": "ok", "fragmentation": "skipped",
+                      "compaction": "ok"}
 
 
 def test_pages_on_cpu_db(cpu_site):
@@ -149,7 +149,7 @@ def site(tmp_path_factory, tiny):
         rows = [{**base, "mode": m, "time_ms": t, "p25_ms": t * 0.99, "p75_ms": t * 1.01, "bytes_moved": b}
                 for m, t, b in (("compact", 1.289, 66_000_000), ("decode", 0.4, 1_000_000),
                                 ("both", 0.903, 67_000_000))]
-        store.record_experiment(run_id, "kv_interference_v3", "ok", None, {"kv_interference_v3": rows})
+        store.record_experiment(run_id, "interference", "ok", None, {"interference": rows})
         # GPU-shaped pressure: 60 GPT-2 requests of 512 tokens at float16, then an out-of-memory error
         bpr, base = 512 * 36_864, 300 * 2**20
         requests = [{"seq_len": 512, "n_requests": n, "kv_bytes": n * bpr, "allocated_bytes": base + n * bpr,
@@ -162,8 +162,8 @@ def site(tmp_path_factory, tiny):
                     "formula_bytes_per_request": bpr, "dtype_bytes": 2, "memory_source": "cuda_allocator",
                     "device_usable_after": True, "notes": "out of memory after 60 requests: OutOfMemoryError: x",
                     **pressure.capacity(512, bpr, 7452 * 2**20, int(0.9 * 7452 * 2**20), 60 * 2**20)}
-        store.record_experiment(run_id, "kv_pressure_v3", "ok", None,
-                                {"kv_pressure_v3": requests, "kv_capacity_v3": [capacity]})
+        store.record_experiment(run_id, "pressure", "ok", None,
+                                {"pressure": requests, "concurrent_capacity": [capacity]})
         store.finish_run(run_id, "complete")
     out = tmp / "site"
     build_site(db, out)

@@ -82,7 +82,7 @@ def seven_b(source, t1, t2, model="llama-2-7b", shape=LLAMA2):
 
 
 def memory_rows(bpt, formula=None, heads=(12, 12), layers=12, head_dim=64, seqs=(16, 64), bpts=None, match=True):
-    """kv_memory_v2 at each sequence length (uncapped) and kv_per_layer with the cache's k_shape."""
+    """cache_tensors at each sequence length (uncapped) and kv_per_layer with the cache's k_shape."""
     formula = bpt if formula is None else formula
     bpts = bpts or [bpt] * len(seqs)
     v2 = [{"seq_len": s, "batch_size": 1, "kv_bytes": int(s * b), "bytes_per_token": float(b),
@@ -91,7 +91,7 @@ def memory_rows(bpt, formula=None, heads=(12, 12), layers=12, head_dim=64, seqs=
            "match": match} for s, b in zip(seqs, bpts)]
     per_layer = [{"layer": 0, "seq_len": seqs[-1], "batch_size": 1, "k_bytes": 1, "v_bytes": 1,
                   "cached_tokens": seqs[-1], "k_shape": f"1x{heads[1]}x{seqs[-1]}x{head_dim}"}]
-    return {"kv_memory_v2": v2, "kv_per_layer": per_layer}
+    return {"cache_tensors": v2, "kv_per_layer": per_layer}
 
 
 def layered_rows(kinds, growth, state=0, heads=(16, 2), head_dim=256, seqs=(16, 64)):
@@ -105,7 +105,7 @@ def layered_rows(kinds, growth, state=0, heads=(16, 2), head_dim=256, seqs=(16, 
                   "cached_tokens": seqs[-1],
                   "k_shape": None if kind.endswith("_state") else f"1x{heads[1]}x{seqs[-1]}x{head_dim}"}
                  for i, kind in enumerate(kinds)]
-    return {"kv_memory_v2": v2, "kv_per_layer": per_layer}
+    return {"cache_tensors": v2, "kv_per_layer": per_layer}
 
 
 # A hybrid: 1 attention layer (2 KV heads x 256 dims at 2 bytes: 2,048 B/token) beside 3 linear-attention layers
@@ -214,40 +214,40 @@ CASES = [
          {"crossover-gpt2-one-request": [(None, "not measured")], "crossover-gpt2-16x512": [(None, "not measured")],
           "crossover-7b-388": [(None, "not measured")]}),
     Case("claim_crossover", "GPT-2 formula at 6,751.3 tokens: one request confirmed, 8,192 > it confirmed",
-         [Run(cpu(), {"kv_crossover_v3": [gpt2_formula(6751.3)]})],
+         [Run(cpu(), {"crossover": [gpt2_formula(6751.3)]})],
          {"crossover-gpt2-one-request": [(None, "confirmed")], "crossover-gpt2-16x512": [(None, "confirmed")]},
          {("crossover-gpt2-one-request", None):
           "formula: 248,879,616 B weights (237.35 MiB) / 36,864 B per token = 6,751.3 tokens",
           ("crossover-gpt2-16x512", None):  # 8,192 / 6,751.3; floor(6,751.3 / 512) + 1 = 14
           "formula: 16 x 512 = 8,192 tokens = 1.21x the weights; KV passes them from 14 requests of 512 tokens"}),
     Case("claim_crossover", "GPT-2 crossover at 9,000 tokens: 6,751 refuted and 16 x 512 below the weights refuted",
-         [Run(cpu(), {"kv_crossover_v3": [gpt2_formula(9000.0)]})],
+         [Run(cpu(), {"crossover": [gpt2_formula(9000.0)]})],
          {"crossover-gpt2-one-request": [(None, "refuted")], "crossover-gpt2-16x512": [(None, "refuted")]}),
     Case("claim_crossover", "GPT-2 measured row of a gpt2 run, beside the formula row",
-         [Run(cpu(), {"kv_crossover_v3": [gpt2_formula(6751.3), xover("gpt2", "measured", 1, 6752.9)]})],
+         [Run(cpu(), {"crossover": [gpt2_formula(6751.3), xover("gpt2", "measured", 1, 6752.9)]})],
          {"crossover-gpt2-one-request": [(None, "confirmed"), (1, "refuted")]}),
     Case("claim_crossover", "7B formula: MHA llama-2-7b at 25,705 tokens, falling with batch: refuted",
-         [Run(cpu(), {"kv_crossover_v3": seven_b("formula", 25_705.0, 12_852.5)
+         [Run(cpu(), {"crossover": seven_b("formula", 25_705.0, 12_852.5)
                       + seven_b("formula", 122_532.0, 61_266.0, "llama-3.1-8b", LLAMA3)})],
          {"crossover-7b-388": [(None, "refuted")]}),
     Case("claim_crossover", "7B formula within 2x of 388 and growing with batch: confirmed (the threshold's inside)",
-         [Run(cpu(), {"kv_crossover_v3": seven_b("formula", 700.0, 1400.0)
+         [Run(cpu(), {"crossover": seven_b("formula", 700.0, 1400.0)
                       + seven_b("formula", 2800.0, 5600.0, "llama-3.1-8b", LLAMA3)})],
          {"crossover-7b-388": [(None, "confirmed")]}),
     Case("claim_crossover", "7B formula just past 2x of 388 (800 tokens): refuted (the threshold's outside)",
-         [Run(cpu(), {"kv_crossover_v3": seven_b("formula", 800.0, 1600.0)
+         [Run(cpu(), {"crossover": seven_b("formula", 800.0, 1600.0)
                       + seven_b("formula", 3200.0, 6400.0, "llama-3.1-8b", LLAMA3)})],
          {"crossover-7b-388": [(None, "refuted")]}),
     Case("claim_crossover", "7B formula at 388 per request that falls with batch (t2 < t1): refuted",
-         [Run(cpu(), {"kv_crossover_v3": seven_b("formula", 388.0, 194.0)
+         [Run(cpu(), {"crossover": seven_b("formula", 388.0, 194.0)
                       + seven_b("formula", 1552.0, 776.0, "llama-3.1-8b", LLAMA3)})],
          {"crossover-7b-388": [(None, "refuted")]}),
     Case("claim_crossover", "measured 7B with a NULL crossover (sliding window caps the cache): the NULL guard refutes",
-         [Run(cpu("mistral-7b"), {"kv_crossover_v3": seven_b("measured", None, None, "mistral-7b")})],
+         [Run(cpu("mistral-7b"), {"crossover": seven_b("measured", None, None, "mistral-7b")})],
          {"crossover-7b-388": [(1, "refuted")]}),
     Case("claim_crossover", "measured 7B near 388 and growing with batch: confirmed; far from it: refuted",
-         [Run(cuda("llama-2-7b"), {"kv_crossover_v3": seven_b("measured", 400.0, 800.0)}),
-          Run(cuda("llama-3.1-8b"), {"kv_crossover_v3": seven_b("measured", 122_532.0, 61_266.0, "llama-3.1-8b",
+         [Run(cuda("llama-2-7b"), {"crossover": seven_b("measured", 400.0, 800.0)}),
+          Run(cuda("llama-3.1-8b"), {"crossover": seven_b("measured", 122_532.0, 61_266.0, "llama-3.1-8b",
                                                                 LLAMA3)})],
          {"crossover-7b-388": [(1, "confirmed"), (2, "refuted")]}),
 
@@ -290,13 +290,13 @@ CASES = [
          [Run(cpu("tiny-gpt2"), memory_rows(1000.0, match=False))],
          {"memory-all-lengths": [(1, "refuted")]}),
     Case("claim_memory", "allocator delta above the cache on a GPU run: v1-vs-v2 confirmed; equal to it: refuted",
-         [Run(cuda(), {"kv_memory": [{"bytes_per_token": 40_000.0, "formula_bytes_per_token": 36_864,
+         [Run(cuda(), {"allocator_memory": [{"bytes_per_token": 40_000.0, "formula_bytes_per_token": 36_864,
                                       "cache_only_delta_bytes": 1, "expected_kv_bytes": 1}]}),
-          Run(cuda("gpt2", "bfloat16"), {"kv_memory": [{"bytes_per_token": 36_864.0, "formula_bytes_per_token": 36_864,
+          Run(cuda("gpt2", "bfloat16"), {"allocator_memory": [{"bytes_per_token": 36_864.0, "formula_bytes_per_token": 36_864,
                                                         "cache_only_delta_bytes": 1, "expected_kv_bytes": 1}]})],
          {"memory-v1-vs-v2": [(1, "confirmed"), (2, "refuted")]}),
     Case("claim_memory", "allocator measurement from a CPU run: not yet measured on a GPU (figure kept as context)",
-         [Run(cpu(), {"kv_memory": [{"bytes_per_token": 40_000.0, "formula_bytes_per_token": 36_864,
+         [Run(cpu(), {"allocator_memory": [{"bytes_per_token": 40_000.0, "formula_bytes_per_token": 36_864,
                                      "cache_only_delta_bytes": 1, "expected_kv_bytes": 1}]})],
          {"memory-v1-vs-v2": [(1, PENDING, "confirmed")]}),
 
@@ -309,38 +309,38 @@ CASES = [
           # floor(7.5 x 2^30 / 18 MiB) = 426, floor(7.5e9 / 18 MiB) = 397, 414 x 18 MiB = 7,452 MiB = 7.28 GiB
           ("pressure-theoretical-max", None): "7.5 GiB / 18 MiB = 426; 7.5 GB (SI) / 18 MiB = 397; 414 needs 7.28 GiB free"}),
     Case("claim_pressure", "18 MiB requests at float16 on a GPU: bytes and 3.7x confirmed; 414 of 7.5 GiB confirmed",
-         [Run(cuda(), {"kv_capacity_v3": [capacity()]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity()]})],
          {"pressure-49x512-bytes": [(None, "confirmed"), (1, "confirmed")],
           "pressure-kv-vs-model": [(1, "confirmed")],
           "pressure-theoretical-max": [(None, "inconsistent"), (1, "confirmed")]}),
     Case("claim_pressure", "18 MiB at float32 (36 MiB/request) scaled to 2-byte elements: 882 MiB confirmed",
-         [Run(cpu("gpt2", "float32"), {"kv_capacity_v3": [capacity(bpr=2 * 512 * GPT2_BPT16, dtype_bytes=4,
+         [Run(cpu("gpt2", "float32"), {"concurrent_capacity": [capacity(bpr=2 * 512 * GPT2_BPT16, dtype_bytes=4,
                                                                    weights=4 * GPT2_PARAMS)]})],
          {"pressure-49x512-bytes": [(None, "confirmed"), (1, "confirmed")], "pressure-kv-vs-model": [(1, "confirmed")]}),
     Case("claim_pressure", "other request size and weights: bytes refuted, 3.7x refuted, 415 of 7.5 GiB refuted",
-         [Run(cuda(), {"kv_capacity_v3": [capacity(bpr=20 * 2**20, weights=GPT2_PARAMS, theoretical=415)]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity(bpr=20 * 2**20, weights=GPT2_PARAMS, theoretical=415)]})],
          {"pressure-49x512-bytes": [(None, "confirmed"), (1, "refuted")], "pressure-kv-vs-model": [(1, "refuted")],
           "pressure-theoretical-max": [(None, "inconsistent"), (1, "refuted")]}),
     Case("claim_pressure", "theoretical max on a GPU with 139 GiB free: differs by hardware",
-         [Run(cuda(), {"kv_capacity_v3": [capacity(free=139 * 2**30, theoretical=7900)]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity(free=139 * 2**30, theoretical=7900)]})],
          {"pressure-theoretical-max": [(None, "inconsistent"), (1, "differs by hardware")]}),
     Case("claim_pressure", "49-fit: an OOM below 49 on a GPU refutes",
-         [Run(cuda(), {"kv_capacity_v3": [capacity(stop="oom", measured=30)]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity(stop="oom", measured=30)]})],
          {"pressure-49-fit": [(1, "refuted")]}),
     Case("claim_pressure", "49-fit: 49 or more admitted on a GPU is expected",
-         [Run(cuda(), {"kv_capacity_v3": [capacity(stop="oom", measured=60)]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity(stop="oom", measured=60)]})],
          {"pressure-49-fit": [(1, "expected")]}),
     Case("claim_pressure", "49-fit: a GPU run stopped by its cap with room for 49 under its ceiling: expected",
-         [Run(cuda(), {"kv_capacity_v3": [capacity(stop="cap", measured=20, ceiling_max=300)]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity(stop="cap", measured=20, ceiling_max=300)]})],
          {"pressure-49-fit": [(1, "expected")]}),
     Case("claim_pressure", "49-fit: a GPU whose ceiling holds fewer than 49: differs by hardware",
-         [Run(cuda(), {"kv_capacity_v3": [capacity(stop="cap", measured=20, ceiling_max=30)]})],
+         [Run(cuda(), {"concurrent_capacity": [capacity(stop="cap", measured=20, ceiling_max=30)]})],
          {"pressure-49-fit": [(1, "differs by hardware")]}),
     Case("claim_pressure", "49-fit: a CPU run stopped by its time budget: not measured, and the rule says pending",
-         [Run(cpu("gpt2", "float16"), {"kv_capacity_v3": [capacity(stop="time", measured=20)]})],
+         [Run(cpu("gpt2", "float16"), {"concurrent_capacity": [capacity(stop="time", measured=20)]})],
          {"pressure-49-fit": [(1, PENDING, "not measured")]}),
     Case("claim_pressure", "theoretical max from a CPU run: the GPU measurement stays pending",
-         [Run(cpu("gpt2", "float16"), {"kv_capacity_v3": [capacity()]})],
+         [Run(cpu("gpt2", "float16"), {"concurrent_capacity": [capacity()]})],
          {"pressure-theoretical-max": [(None, "inconsistent"), (1, PENDING, "confirmed")]}),
 
     # claim_decode.sql (growth is arithmetic; variation and boundness are GPU measurements)
@@ -349,45 +349,45 @@ CASES = [
          {"decode_growth_per_step": [(None, "not measured")], "decode_variation_64_512": [(None, "not measured")],
           "decode_bandwidth_bound": [(None, "unsupported")]}),
     Case("claim_decode", "gpt2 grows 36,864 B per sequence per step: confirmed",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.2)]) + decode([(64, 12.0)], batch=4)})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (512, 10.2)]) + decode([(64, 12.0)], batch=4)})],
          {"decode_growth_per_step": [(1, "confirmed")]}),
     Case("claim_decode", "another model matching its own formula: expected",
-         [Run(cpu("tiny-gpt2"), {"kv_decode_cost_v2": decode([(64, 1.0)], growth=1024)})],
+         [Run(cpu("tiny-gpt2"), {"decode_cost": decode([(64, 1.0)], growth=1024)})],
          {"decode_growth_per_step": [(1, "expected")]}),
     Case("claim_decode", "gpt2 at float32 grows 73,728 B: expected, not confirmed",
-         [Run(cpu("gpt2", "float32"), {"kv_decode_cost_v2": decode([(64, 1.0)], growth=2 * GPT2_BPT16)})],
+         [Run(cpu("gpt2", "float32"), {"decode_cost": decode([(64, 1.0)], growth=2 * GPT2_BPT16)})],
          {"decode_growth_per_step": [(1, "expected")]}),
     Case("claim_decode", "a shape whose growth differs from batch x formula: refuted",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0)]) + decode([(128, 10.0)], match=False)})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0)]) + decode([(128, 10.0)], match=False)})],
          {"decode_growth_per_step": [(1, "refuted")]}),
     Case("claim_decode", "GPU: flat within 6% over 64-512 confirmed; near the copy roof: bandwidth-bound confirmed",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (256, 10.3), (512, 10.5)], roof=0.8)})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (256, 10.3), (512, 10.5)], roof=0.8)})],
          {"decode_variation_64_512": [(1, "confirmed")],
           "decode_bandwidth_bound": [(None, "unsupported"), (1, "confirmed")]}),
     Case("claim_decode", "GPU: 64-512 window flat although prefix 2048 is slow: the window is used, confirmed",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5), (2048, 30.0)])})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (512, 10.5), (2048, 30.0)])})],
          {"decode_variation_64_512": [(1, "confirmed")]}),
     Case("claim_decode", "GPU: variation and growth read from the eager mode only (a static step 3x slower at 512)",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)])
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (512, 10.5)])
                        + decode([(64, 5.0), (512, 15.0)], growth=1, match=False, mode="static")})],
          {"decode_variation_64_512": [(1, "confirmed")], "decode_growth_per_step": [(1, "confirmed")]}),
     Case("claim_decode", "GPU: fewer than two prefixes in 64-512, whole range 50%: differs by hardware",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(16, 10.0), (1024, 15.0)])})],
+         [Run(cuda(), {"decode_cost": decode([(16, 10.0), (1024, 15.0)])})],
          {"decode_variation_64_512": [(1, "differs by hardware")]}),
     Case("claim_decode", "the seed's RTX 2070, 50% across 64-512: refuted there, not 'differs by hardware'",
-         [Run(cuda(device_name=RTX, gpu_name=RTX), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 15.0)])})],
+         [Run(cuda(device_name=RTX, gpu_name=RTX), {"decode_cost": decode([(64, 10.0), (512, 15.0)])})],
          {"decode_variation_64_512": [(1, "refuted")]}),
     Case("claim_decode", "GPU: 10% of the copy roof: bandwidth-bound refuted",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)], roof=0.1)})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (512, 10.5)], roof=0.1)})],
          {"decode_bandwidth_bound": [(None, "unsupported"), (1, "refuted")]}),
     Case("claim_decode", "GPU: the eager step above 105% of its read roof is a measurement error: not measured",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)], roof=1.2, over_roof=True)})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (512, 10.5)], roof=1.2, over_roof=True)})],
          {"decode_bandwidth_bound": [(None, "unsupported"), (1, "not measured")]}),
     Case("claim_decode", "GPU: near the roof but within 4x the last-level cache says nothing of DRAM: not measured",
-         [Run(cuda(), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.5)], roof=0.8, dram_sized=False)})],
+         [Run(cuda(), {"decode_cost": decode([(64, 10.0), (512, 10.5)], roof=0.8, dram_sized=False)})],
          {"decode_bandwidth_bound": [(None, "unsupported"), (1, "not measured")]}),
     Case("claim_decode", "CPU run: variation and boundness pending a GPU, growth (arithmetic) keeps its verdict",
-         [Run(cpu("gpt2", "float16"), {"kv_decode_cost_v2": decode([(64, 10.0), (512, 10.1)], roof=0.1)})],
+         [Run(cpu("gpt2", "float16"), {"decode_cost": decode([(64, 10.0), (512, 10.1)], roof=0.1)})],
          {"decode_growth_per_step": [(1, "confirmed")], "decode_variation_64_512": [(1, PENDING, "confirmed")],
           "decode_bandwidth_bound": [(None, "unsupported"), (1, PENDING, "refuted")]}),
 
@@ -397,7 +397,7 @@ CASES = [
           "compact_best_pct_peak": [(None, "not measured")]}),
     Case("claim_compaction", "the seed's RTX 2070 within 25% of 19.2 and 52.5 GB/s: confirmed",
          [Run(cuda(device_name=RTX, gpu_name=RTX),
-              {"kv_compact_v2": [compact("naive", 1_000_000, 20.0), compact("batched", 1_000_000, 40.0),
+              {"compaction": [compact("naive", 1_000_000, 20.0), compact("batched", 1_000_000, 40.0),
                                  compact("naive", 50_000_000, 50.0), compact("batched", 50_000_000, 60.0,
                                                                              pct_peak=0.134, peak=448.0)]})],
          {"compact_small_5mb": [(1, "confirmed")], "compact_large_10mb": [(1, "confirmed")],
@@ -405,44 +405,44 @@ CASES = [
           "compact_best_pct_peak": [(1, "confirmed")]}),
     Case("claim_compaction", "the seed's RTX 2070, best gather at 30% of peak: twice its 14.9%, refuted",
          [Run(cuda(device_name=RTX, gpu_name=RTX),
-              {"kv_compact_v2": [compact("batched", 50_000_000, 134.0, pct_peak=0.30, peak=448.0)]})],
+              {"compaction": [compact("batched", 50_000_000, 134.0, pct_peak=0.30, peak=448.0)]})],
          {"compact_best_pct_peak": [(1, "refuted")]}),
     Case("claim_compaction", "the seed's RTX 2070 far from 19.2 and 52.5 GB/s: refuted",
          [Run(cuda(device_name=RTX, gpu_name=RTX),
-              {"kv_compact_v2": [compact("naive", 1_000_000, 5.0), compact("naive", 50_000_000, 100.0)]})],
+              {"compaction": [compact("naive", 1_000_000, 5.0), compact("naive", 50_000_000, 100.0)]})],
          {"compact_small_5mb": [(1, "refuted")], "compact_large_10mb": [(1, "refuted")]}),
     Case("claim_compaction", "another GPU: sizes differ by hardware; batched at 60% of peak refutes 14.9%",
-         [Run(cuda(), {"kv_compact_v2": [compact("naive", 1_000_000, 20.0), compact("naive", 50_000_000, 50.0),
+         [Run(cuda(), {"compaction": [compact("naive", 1_000_000, 20.0), compact("naive", 50_000_000, 50.0),
                                           compact("batched", 50_000_000, 2880.0, pct_peak=0.6, peak=4800.0)]})],
          {"compact_small_5mb": [(1, "differs by hardware")], "compact_large_10mb": [(1, "differs by hardware")],
           "compact_best_pct_peak": [(1, "refuted")]}),
     Case("claim_compaction", "no theoretical peak: the share of roof decides (70% of roof refutes 14.9%)",
-         [Run(cuda(), {"kv_compact_v2": [compact("batched", 50_000_000, 10.0, pct_roof=0.7)]})],
+         [Run(cuda(), {"compaction": [compact("batched", 50_000_000, 10.0, pct_roof=0.7)]})],
          {"compact_best_pct_peak": [(1, "refuted")]}),
     Case("claim_compaction", "a row above 105% of its roof takes part in nothing: small not measured",
          [Run(cuda(device_name=RTX, gpu_name=RTX),
-              {"kv_compact_v2": [compact("naive", 1_000_000, 19.2, over_roof=True),
+              {"compaction": [compact("naive", 1_000_000, 19.2, over_roof=True),
                                  compact("naive", 50_000_000, 52.0, dram_sized=True)]})],
          {"compact_small_5mb": [(None, "not measured")], "compact_large_10mb": [(1, "confirmed")]}),
     Case("claim_compaction", "over 10 MB but under 4x the last-level cache is not a DRAM figure: large not measured",
          [Run(cuda(device_name=RTX, gpu_name=RTX),
-              {"kv_compact_v2": [compact("naive", 1_000_000, 19.2), compact("naive", 50_000_000, 52.0, dram_sized=False)]})],
+              {"compaction": [compact("naive", 1_000_000, 19.2), compact("naive", 50_000_000, 52.0, dram_sized=False)]})],
          {"compact_small_5mb": [(1, "confirmed")], "compact_large_10mb": [(None, "not measured")]}),
     Case("claim_compaction", "the best single-launch gather is triton's (60% of peak) though batched is at 20%: refuted",
-         [Run(cuda(), {"kv_compact_v2": [compact("batched", 50_000_000, 960.0, pct_peak=0.2, peak=4800.0),
+         [Run(cuda(), {"compaction": [compact("batched", 50_000_000, 960.0, pct_peak=0.2, peak=4800.0),
                                           compact("triton", 50_000_000, 2880.0, pct_peak=0.6, peak=4800.0)]})],
          {"compact_best_pct_peak": [(1, "refuted")]}),
     Case("claim_compaction", "run with no device_kind: the rule's NULL guard keeps it pending, not confirmed",
          [Run(cuda(device_kind=None, device_name=RTX, gpu_name=RTX),
-              {"kv_compact_v2": [compact("naive", 1_000_000, 20.0), compact("batched", 1_000_000, 40.0)]})],
+              {"compaction": [compact("naive", 1_000_000, 20.0), compact("batched", 1_000_000, 40.0)]})],
          {"compact_small_5mb": [(1, PENDING, "confirmed")]}),
 
     # claim_fragmentation.sql (a GPU allocator measurement)
     Case("claim_fragmentation", "skipped on the CPU: not measured, with the skip reason",
-         [Run(cpu(), experiment="kv_frag_v2", status="skipped", reason="needs the CUDA caching allocator")],
+         [Run(cpu(), experiment="fragmentation", status="skipped", reason="needs the CUDA caching allocator")],
          {"frag_retained_after_evict": [(None, "not measured")]}),
     Case("claim_fragmentation", "GPU keeps 300 MB reserved after evicting 400 MB: confirmed; 50 of 400: refuted",
-         [Run(cuda(), {"kv_frag_v2": frag(300, 400)}), Run(cuda("gpt2", "bfloat16"), {"kv_frag_v2": frag(50, 400)})],
+         [Run(cuda(), {"fragmentation": frag(300, 400)}), Run(cuda("gpt2", "bfloat16"), {"fragmentation": frag(50, 400)})],
          {"frag_retained_after_evict": [(1, "confirmed"), (2, "refuted")]}),
 
     # claim_interference.sql (the seed's own figures are inconsistent; runs are GPU measurements)
@@ -451,21 +451,21 @@ CASES = [
          {("interference-both-faster", None):  # 1.289 ms x 51.2 GB/s and 0.903 ms x 73.2 GB/s
           "seed bytes: 1289 us x 51.2 GB/s = 66.0 MB; 903 us x 73.2 GB/s = 66.1 MB"}),
     Case("claim_interference", "GPU: both slower than compaction alone refutes the speed-up; another GPU differs",
-         [Run(cuda(), {"kv_interference_v3": interference(1.0, 0.5, 1.2)})],
+         [Run(cuda(), {"interference": interference(1.0, 0.5, 1.2)})],
          {"interference-both-faster": [(None, "inconsistent"), (1, "refuted")],
           "interference-compact-alone": [(1, "differs by hardware")]}),
     Case("claim_interference", "GPU: both under 95% of the longer part violates the bound: not measured",
-         [Run(cuda(), {"kv_interference_v3": interference(1.289, 0.4, 0.903)})],
+         [Run(cuda(), {"interference": interference(1.289, 0.4, 0.903)})],
          {"interference-both-faster": [(None, "inconsistent"), (1, "not measured")]}),
     Case("claim_interference", "GPU: a run flagged bound_violated is not evidence either way",
-         [Run(cuda(), {"kv_interference_v3": interference(1.0, 0.5, 1.2, violated=True)})],
+         [Run(cuda(), {"interference": interference(1.0, 0.5, 1.2, violated=True)})],
          {"interference-both-faster": [(None, "inconsistent"), (1, "not measured")]}),
     Case("claim_interference", "the seed's RTX 2070 at 50 GB/s alone: confirmed; at 20 GB/s: refuted",
-         [Run(cuda(gpu_name=RTX), {"kv_interference_v3": interference(1.0, 0.5, 1.2, compact_gbs=50.0)}),
-          Run(cuda("gpt2", "bfloat16", gpu_name=RTX), {"kv_interference_v3": interference(1.0, 0.5, 1.2)})],
+         [Run(cuda(gpu_name=RTX), {"interference": interference(1.0, 0.5, 1.2, compact_gbs=50.0)}),
+          Run(cuda("gpt2", "bfloat16", gpu_name=RTX), {"interference": interference(1.0, 0.5, 1.2)})],
          {"interference-compact-alone": [(1, "confirmed"), (2, "refuted")]}),
     Case("claim_interference", "CPU threads: the run rows are pending a GPU",
-         [Run(cpu(), {"kv_interference_v3": interference(1.0, 0.5, 1.2)})],
+         [Run(cpu(), {"interference": interference(1.0, 0.5, 1.2)})],
          {"interference-both-faster": [(None, "inconsistent"), (1, PENDING, "refuted")],
           "interference-compact-alone": [(1, PENDING, "differs by hardware")]}),
 
@@ -510,9 +510,9 @@ CASES = [
          [Run(cpu("small-model", "float32"), _priced_at_16_bits(demo_audit(1, kv_bytes=[7e6, 20e6, 40e6])))],
          {"token-kv-guardrail": [(1, "refuted")]}),
     Case("claim_token_article", "KV guardrail re-priced from the run's cache-tensor measurement (float32 "
-         "kv_memory_v2 scaled to 16 bits) whatever price the audit used: 5,000 B/token at 16 bits flags sess-002 too, refuted",
+         "cache_tensors scaled to 16 bits) whatever price the audit used: 5,000 B/token at 16 bits flags sess-002 too, refuted",
          [Run(cpu("small-model", "float32"), {**demo_audit(1),
-                                              "kv_memory_v2": [{"seq_len": 64, "batch_size": 1, "cached_tokens": 64,
+                                              "cache_tensors": [{"seq_len": 64, "batch_size": 1, "cached_tokens": 64,
                                                                 "kv_bytes": 64 * 10000, "bytes_per_token": 10000.0}]})],
          {"token-kv-guardrail": [(1, "refuted")]},
          # the article's 3.68 / 6.23 / 21.00 MB at 1,500 B/token, re-priced at 5,000
@@ -665,9 +665,9 @@ def table_rows(text: str, table_id: str) -> list[list[str]]:
 
 PAGE_RUNS = [
     Run(cpu("gpt2", "float32"), memory_rows(2 * GPT2_BPT16)),                              # 1
-    Run(cuda("mistral-7b"), {"kv_crossover_v3": seven_b("measured", None, None, "mistral-7b")}),  # 2
-    Run(cpu("gpt2", "float16"), {"kv_capacity_v3": [capacity(stop="time")]}),               # 3
-    Run(cuda("gpt2", "bfloat16"), {"kv_capacity_v3": [capacity(stop="oom", measured=30)]}),  # 4
+    Run(cuda("mistral-7b"), {"crossover": seven_b("measured", None, None, "mistral-7b")}),  # 2
+    Run(cpu("gpt2", "float16"), {"concurrent_capacity": [capacity(stop="time")]}),               # 3
+    Run(cuda("gpt2", "bfloat16"), {"concurrent_capacity": [capacity(stop="oom", measured=30)]}),  # 4
 ]
 
 

@@ -12,7 +12,7 @@ from kvreport.analysis.site import PageSpec, Table
 from ._helpers import charts_per_run, skip_notes
 
 PAGE = PageSpec(slug="compaction", title="Compaction", order=40)
-EXPERIMENT = "kv_compact_v2"
+EXPERIMENT = "compaction"
 
 
 def gbs_chart(run_id: int, rows: list[dict], label: str):
@@ -156,5 +156,5 @@ def _measured_tables(rows, ratios, regimes, roof_curve, site) -> dict:
             ("host_ms", "host per call", "ms"), ("pct_of_roof", "% of same-size copy roof", "pct"),
             ("pct_of_peak", "% of peak", "pct"), ("correct", "correct", "bool"),
             ("cache_flushed", "cache flushed", "bool"), ("over_roof", "> 105% of roof", "bool")],
-            caption="Compaction per method and workload", csv=site.csv_files.get("kv_compact_v2"), answer="gbs",
+            caption="Compaction per method and workload", csv=site.csv_files.get("compaction"), answer="gbs",
             flag="spread_wide" if "spread_wide" in rows[0] else None))

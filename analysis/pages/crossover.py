@@ -14,7 +14,7 @@ from ._helpers import claims_table
 
 
 PAGE = PageSpec(slug="crossover", title="Crossover", order=60)
-EXPERIMENT = "kv_crossover_v3"
+EXPERIMENT = "crossover"
 
 
 MUTED_LINE = "#94a3b8"  # architectures no run measured: context, drawn thin and grey
@@ -148,7 +148,7 @@ def context(q, site) -> CrossoverPage:
             ("min_tokens_kv_exceeds", "first whole count KV ≥ weights", "int"),
             ("crossover_total_tokens", "tokens across the batch", "num"),
             ("kv_bytes_per_token", "KV B/token", "int"), ("weight_bytes", "weights", "bytes")],
-            caption="Crossover per architecture and batch size", csv=csv("kv_crossover_v3"), fold=False),
+            caption="Crossover per architecture and batch size", csv=csv("crossover"), fold=False),
         rows=shown, batch1=table_b1, batch_chart=batch_chart, newest=newest,
         gqa=gqa_note(batch1),
         agreement=agreement,

@@ -12,7 +12,7 @@ from kvreport.analysis.site import PageSpec, Table
 from ._helpers import charts_per_run, skip_notes
 
 PAGE = PageSpec(slug="decode", title="Decode", order=20)
-EXPERIMENT = "kv_decode_cost_v2"
+EXPERIMENT = "decode_cost"
 
 
 def step_chart(run_id: int, rows: list[dict], label: str):
@@ -79,6 +79,6 @@ def context(q, site) -> DecodePage:
                           ("recopy_bytes", "torch.cat re-copy", "bytes"), ("overhead_ms", "host − GPU-busy", "ms"),
                           ("over_roof", "> 105% of roof", "bool")],
                           caption="Decode step per mode, prefix and batch (bandwidth floor: bytes read + written over the same-size read roof)",
-                          csv=csv("kv_decode_cost_v2"), answer="step_ms", flag="spread_wide"),
+                          csv=csv("decode_cost"), answer="step_ms", flag="spread_wide"),
                       older_runs=older_runs,
                       gpu_pending=bool(steps) and all(r["device_kind"] != "cuda" for r in steps))

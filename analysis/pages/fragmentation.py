@@ -10,7 +10,7 @@ from kvreport.analysis.site import PageSpec, Table
 from ._helpers import charts_per_run, skip_notes
 
 PAGE = PageSpec(slug="fragmentation", title="Fragmentation", order=30)
-EXPERIMENT = "kv_frag_v2"
+EXPERIMENT = "fragmentation"
 PHASES = ["admitted", "after_evict", "after_empty_cache"]
 
 
@@ -75,5 +75,5 @@ def context(q, site) -> FragmentationPage:
                                  ("inactive_split_bytes", "inactive split", "bytes"),
                                  ("num_alloc_retries", "alloc retries", "int"),
                                  ("live_requests", "live requests", "int"), ("evicted_bytes", "evicted", "bytes")],
-                                 caption="Allocator counters per phase", csv=csv("kv_frag_v2")),
+                                 caption="Allocator counters per phase", csv=csv("fragmentation")),
                              older_runs=older_runs, skips=skip_notes(q, EXPERIMENT))

@@ -14,7 +14,7 @@ from ._helpers import charts_per_run, claims_table
 
 
 PAGE = PageSpec(slug="interference", title="Interference", order=55)
-EXPERIMENT = "kv_interference_v3"
+EXPERIMENT = "interference"
 MODES = ("compact", "decode", "both")
 
 
@@ -91,7 +91,7 @@ def context(q, site) -> InterferencePage:
             ("pct_of_roof", "% of roof", "pct"), ("bound_ms", "bound", "ms"), ("bound_violated", "violated", "bool"),
             ("bound_note", "why", "text"), ("decode_steps", "decode steps", "int"), ("decode_batch", "batch", "int"),
             ("prefix_len", "prefix", "int")],
-            caption="Compaction, decode and both per run", csv=csv("kv_interference_v3"), answer="time_ms"),
+            caption="Compaction, decode and both per run", csv=csv("interference"), answer="time_ms"),
         rows=rows, summary=summary, charts=charts, older_runs=older_runs,
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),

@@ -1,5 +1,5 @@
 """Memory: bytes per token measured from the cache tensors vs the formula, per layer, and what the
-allocator delta (iteration 1) reports instead."""
+allocator delta reports instead."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -22,7 +22,7 @@ class MemoryPage:
     match: Table
     summary: Table
     per_layer: Table
-    allocator: Table | None   # iteration 1's allocator deltas, shown where a run measured them (alloc_chart)
+    allocator: Table | None   # allocator deltas, shown where a run measured them (alloc_chart)
     bpt_chart: object
     layer_chart: object
     alloc_chart: object | None
@@ -87,7 +87,7 @@ def context(q, site) -> MemoryPage:
                 xs.append(r["seq_len"])
                 ys.append(r[col])
         alloc_chart = charts.lines(
-            "memory-allocator-delta", aser, "Iteration 1: allocator delta per token",
+            "memory-allocator-delta", aser, "Allocator delta per token",
             "Bytes per token implied by the CUDA allocator's delta around a prefill, with and without the "
             "logits still alive, against the formula.", "sequence length (tokens)", "bytes per token",
             log_x=True, hlines=[(v, label) for v, label in formula_lines])
@@ -104,7 +104,7 @@ def context(q, site) -> MemoryPage:
             ("match", "match", "bool"), ("run_id", "run", "int"), ("model", "model", "text"),
             ("seq_len", "seq len", "int"), ("batch_size", "batch", "int"), ("cached_tokens", "cached tokens", "int"),
             ("kv_bytes", "measured", "bytes"), ("expected_kv_bytes", "formula", "bytes"), ("diff_bytes", "diff (B)", "int")],
-            caption="Measured cache bytes vs formula", answer="match", csv=csv("kv_memory_v2")),
+            caption="Measured cache bytes vs formula", answer="match", csv=csv("cache_tensors")),
         per_layer=Table("memory-table-per-layer-bytes", per_layer, [
             ("layer", "layer", "int"), ("k_bytes", "K", "bytes"), ("v_bytes", "V", "bytes"), ("run_id", "run", "int"),
             ("seq_len", "seq len", "int"), ("cached_tokens", "cached tokens", "int"), ("k_shape", "K shape", "text")],
@@ -115,5 +115,5 @@ def context(q, site) -> MemoryPage:
             ("logits_bytes", "logits", "bytes"), ("cache_only_bytes_per_token", "B/token, logits freed", "num"),
             ("formula_bytes_per_token", "formula", "int"), ("overcount_ratio", "over-count", "ratio"),
             ("cache_only_match", "cache-only = formula", "bool")],
-            caption="Allocator deltas", csv=csv("kv_memory")),
+            caption="Allocator deltas", csv=csv("allocator_memory")),
         bpt_chart=bpt_chart, layer_chart=layer_chart, alloc_chart=alloc_chart)

@@ -1,5 +1,5 @@
 """Models: what the KV cache costs for each built-in model, from its published config alone (runner/core/model_facts.py,
-analytic), with the measured cache sizes of the DB's runs beside it (kv_memory_v2, and the transformers version
+analytic), with the measured cache sizes of the DB's runs beside it (cache_tensors, and the transformers version
 that measured them)."""
 from __future__ import annotations
 
@@ -221,7 +221,7 @@ def context(q, site) -> ModelsPage:
             ("formula_bytes", "formula", "bytes"), ("seq_len", "tokens", "int"), ("batch_size", "batch", "int"),
             ("dtype", "dtype", "text"), ("transformers_version", "transformers", "text"), ("run_id", "run", "int"),
             ("layout", "MLA layout", "text")],
-            caption="Cache bytes measured from the cache tensors of a prefill (kv_memory_v2) beside the formula"),
+            caption="Cache bytes measured from the cache tensors of a prefill (cache_tensors) beside the formula"),
         unsupported_table=None if not unsupported else Table("models-unsupported", unsupported, [
             ("model", "model", "text"), ("reason", "why", "text")],
             caption="Catalogue models the facts do not cover yet"))

@@ -13,7 +13,7 @@ from kvreport.analysis.site import PageSpec, Table
 from ._helpers import claims_table, newest_first
 
 PAGE = PageSpec(slug="pressure", title="Pressure", order=50)
-EXPERIMENT = "kv_pressure_v3"
+EXPERIMENT = "pressure"
 MAX_CHARTS = 3  # newest runs get a chart; every run is in the tables
 MIB = 2 ** 20
 
@@ -91,7 +91,7 @@ def context(q, site) -> PressurePage:
             ("allocator_over_kv", "allocator Δ / KV", "ratio"),
             ("prefill_overhead_bytes", "prefill transient", "bytes"), ("device_usable_after", "usable after", "bool")],
             caption="Admitted requests, why the run stopped, and what the memory would hold",
-            csv=csv("kv_capacity_v3"), answer="max_concurrency"),
+            csv=csv("concurrent_capacity"), answer="max_concurrency"),
         caps=caps, charts=charts, older_runs=len(run_ids) - len(charts),
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),

@@ -38,7 +38,7 @@ CREATE OR REPLACE TEMP MACRO dtype_bytes(dtype) AS
 CREATE OR REPLACE TEMP MACRO kv_growth() AS TABLE
 WITH uncapped AS (
   SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC, batch_size DESC) AS rn
-  FROM kv_memory_v2 m WHERE cached_tokens = seq_len
+  FROM cache_tensors m WHERE cached_tokens = seq_len
     AND NOT EXISTS (SELECT 1 FROM kv_per_layer l  -- no layer holds fewer tokens than the prefill (a window)
                     WHERE l.run_id = m.run_id AND l.seq_len = m.seq_len AND l.batch_size = m.batch_size
                       AND l.cached_tokens < l.seq_len)
@@ -71,7 +71,7 @@ FROM g LEFT JOIN kinds k USING (run_id);
 -- what bounds it (decode_variation.sql shows it; claim_decode.sql judges the seed's claims on it). A table
 -- macro, so the two read one definition.
 CREATE OR REPLACE TEMP MACRO decode_eager_variation() AS TABLE
-WITH d AS (SELECT * FROM kv_decode_cost_v2 WHERE coalesce(mode, 'eager') = 'eager'),
+WITH d AS (SELECT * FROM decode_cost WHERE coalesce(mode, 'eager') = 'eager'),
 per_batch AS (
   SELECT run_id, batch_size, count(*) AS n_prefixes, min(prefix_len) AS min_prefix, max(prefix_len) AS max_prefix,
          min(step_ms) AS min_step_ms, max(step_ms) AS max_step_ms,
@@ -127,7 +127,7 @@ SELECT p.run_id, r.model, r.dtype, r.device_name, p.batch_size, p.n_prefixes, p.
        p.any_wide, i.first_inversion
 FROM per_batch p JOIN runs r USING (run_id) LEFT JOIN scaling s USING (run_id) LEFT JOIN inversions i USING (run_id);
 
--- interference_per_run(): kv_interference_v3 pivoted to one row per run (each part alone and both at once,
+-- interference_per_run(): interference pivoted to one row per run (each part alone and both at once,
 -- their bytes, the balance and contention figures). interference_summary.sql derives the sanity bound from
 -- it; claim_interference.sql and headline_interference.sql read the same row.
 CREATE OR REPLACE TEMP MACRO interference_per_run() AS TABLE
@@ -155,10 +155,10 @@ CREATE OR REPLACE TEMP MACRO interference_per_run() AS TABLE
          any_value(decode_mode) AS decode_mode, max(balance_ratio) AS balance_ratio, bool_and(balanced) AS balanced,
          max(decode_in_both_ms) AS decode_in_both_ms, max(compact_in_both_ms) AS compact_in_both_ms,
          max(decode_inflation) AS decode_inflation, max(compact_bw_lost) AS compact_bw_lost
-  FROM kv_interference_v3 GROUP BY run_id;
+  FROM interference GROUP BY run_id;
 
--- compaction_at_largest(): every kv_compact_v2 row at its run's largest workload (most bytes moved), the one
+-- compaction_at_largest(): every compaction row at its run's largest workload (most bytes moved), the one
 -- size whose "% of the same-size copy roof" the compaction headline and the Compare page both report.
 CREATE OR REPLACE TEMP MACRO compaction_at_largest() AS TABLE
-  SELECT c.* FROM kv_compact_v2 c
-  WHERE c.bytes_moved = (SELECT max(x.bytes_moved) FROM kv_compact_v2 x WHERE x.run_id = c.run_id);
+  SELECT c.* FROM compaction c
+  WHERE c.bytes_moved = (SELECT max(x.bytes_moved) FROM compaction x WHERE x.run_id = c.run_id);

@@ -9,7 +9,7 @@
 -- dram_sized and keep the seed's > 10 MB split. The best case is the best single-launch method (batched
 -- or triton), so the ledger shows what compaction can reach, not one kernel's limit.
 WITH c AS (SELECT k.*, r.device_name, coalesce(k.dram_sized, k.kv_bytes > 10e6) AS dram
-           FROM kv_compact_v2 k JOIN runs r USING (run_id) WHERE NOT coalesce(k.over_roof, false)),
+           FROM compaction k JOIN runs r USING (run_id) WHERE NOT coalesce(k.over_roof, false)),
 g AS (
   SELECT run_id, any_value(device_name) AS device_name,
          any_value(device_name) ILIKE '%RTX 2070%' AS same_gpu,

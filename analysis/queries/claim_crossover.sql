@@ -3,10 +3,10 @@
 -- identical in every run; the newest run's are used); run rows use a run's measured model when it is one
 -- of the architectures a claim is about. Tokens are per request; weights and KV in the same dtype.
 WITH f AS (  -- formula rows of the newest run that has any
-  SELECT * FROM kv_crossover_v3
-  WHERE source = 'formula' AND run_id = (SELECT max(run_id) FROM kv_crossover_v3 WHERE source = 'formula')
+  SELECT * FROM crossover
+  WHERE source = 'formula' AND run_id = (SELECT max(run_id) FROM crossover WHERE source = 'formula')
 ),
-m AS (SELECT * FROM kv_crossover_v3 WHERE source = 'measured'),
+m AS (SELECT * FROM crossover WHERE source = 'measured'),
 g AS (  -- GPT-2 batch 1: the formula row (run_id NULL) and every measured gpt2 run
   SELECT NULL::INTEGER AS run_id, 'formula' AS src, * EXCLUDE (run_id, source) FROM f WHERE model = 'gpt2' AND batch_size = 1
   UNION ALL
@@ -18,7 +18,7 @@ l7 AS (  -- 7B/8B models: batch 1 and 64, per source
          max(crossover_tokens) FILTER (WHERE batch_size = 2) AS t2,
          max(crossover_tokens) FILTER (WHERE batch_size = 64) AS t64,
          max(crossover_total_tokens) FILTER (WHERE batch_size = 64) AS total64
-  FROM kv_crossover_v3
+  FROM crossover
   WHERE model IN ('llama-2-7b', 'llama-3.1-8b', 'mistral-7b', 'qwen2.5-7b')
     AND (source = 'measured' OR run_id = (SELECT max(run_id) FROM f))
   GROUP BY ALL

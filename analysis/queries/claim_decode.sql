@@ -5,7 +5,7 @@
 -- roof of the same size), the static and graph steps against the same floor, and the share of the eager
 -- step that is launch and host overhead (GPU: host time per call minus GPU-busy time; with a graph run,
 -- also how much of the eager step the graph replay removes).
-WITH e AS (SELECT * FROM kv_decode_cost_v2 WHERE coalesce(mode, 'eager') = 'eager'),
+WITH e AS (SELECT * FROM decode_cost WHERE coalesce(mode, 'eager') = 'eager'),
 growth AS (
   SELECT d.run_id, r.model, r.dtype, count(*) AS n, count(*) FILTER (WHERE d.growth_match) AS n_match,
          min(d.kv_growth_bytes / d.batch_size) AS min_per_seq, max(d.kv_growth_bytes / d.batch_size) AS max_per_seq
@@ -22,8 +22,8 @@ decomp AS (  -- batch 1 at the smallest prefix, every mode beside eager
          any_value(skipped_modes) AS skipped_modes,
          bool_or(over_roof) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS eager_over_roof,
          bool_and(dram_sized) FILTER (WHERE coalesce(mode, 'eager') = 'eager') AS eager_dram_sized
-  FROM kv_decode_cost_v2 k
-  WHERE batch_size = 1 AND prefix_len = (SELECT min(prefix_len) FROM kv_decode_cost_v2 x
+  FROM decode_cost k
+  WHERE batch_size = 1 AND prefix_len = (SELECT min(prefix_len) FROM decode_cost x
                                          WHERE x.run_id = k.run_id AND x.batch_size = 1)
   GROUP BY run_id
 ),

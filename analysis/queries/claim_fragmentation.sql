@@ -3,16 +3,16 @@
 WITH e AS (
   SELECT f.run_id, r.device_name, f.evicted_bytes,
          f.reserved_bytes - f.allocated_bytes AS retained, f.reserved_bytes,
-         (SELECT x.reserved_bytes - x.allocated_bytes FROM kv_frag_v2 x
+         (SELECT x.reserved_bytes - x.allocated_bytes FROM fragmentation x
           WHERE x.run_id = f.run_id AND x.allocator = 'default' AND x.phase = 'after_empty_cache') AS retained_ec,
-         (SELECT x.reserved_bytes - x.allocated_bytes FROM kv_frag_v2 x
+         (SELECT x.reserved_bytes - x.allocated_bytes FROM fragmentation x
           WHERE x.run_id = f.run_id AND x.allocator = 'expandable_segments' AND x.phase = 'after_evict') AS retained_exp
-  FROM kv_frag_v2 f JOIN runs r USING (run_id)
+  FROM fragmentation f JOIN runs r USING (run_id)
   WHERE f.allocator = 'default' AND f.phase = 'after_evict'
 ),
 skips AS (
   SELECT string_agg(DISTINCT reason, '; ' ORDER BY reason) AS reasons FROM experiments
-  WHERE experiment = 'kv_frag_v2' AND status <> 'ok'
+  WHERE experiment = 'fragmentation' AND status <> 'ok'
 )
 SELECT 'frag_retained_after_evict' AS claim_id, 'profiler seed' AS source,
        'After evicting 25MB of KV caches, allocator still reserves 131.7MB' AS claim,

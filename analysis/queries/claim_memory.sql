@@ -1,7 +1,7 @@
 -- Claims ledger, memory: the seed profiler's KV-size formula and its GPT-2 figures, checked against the
--- cache tensors each run measured (kv_memory_v2, kv_per_layer) and the allocator deltas (kv_memory).
+-- cache tensors each run measured (cache_tensors, kv_per_layer) and the allocator deltas (allocator_memory).
 -- Head counts: the cache tensors give KV heads and head dim (k_shape = batch x kv_heads x seq x head_dim);
--- the attention-head count the seed's formula uses comes from kv_memory_v2.n_heads when that column
+-- the attention-head count the seed's formula uses comes from cache_tensors.n_heads when that column
 -- exists (read through to_json so this query runs on DBs without it) or the crossover experiment's row
 -- for the run's own model.
 WITH shape AS (
@@ -11,11 +11,11 @@ WITH shape AS (
   FROM kv_per_layer GROUP BY run_id
 ),
 heads_from_memory AS (
-  SELECT run_id, max((to_json(m) ->> 'n_heads')::INTEGER) AS n_heads FROM kv_memory_v2 m GROUP BY run_id
+  SELECT run_id, max((to_json(m) ->> 'n_heads')::INTEGER) AS n_heads FROM cache_tensors m GROUP BY run_id
 ),
 heads_from_crossover AS (
   SELECT c.run_id, max(c.n_heads) AS n_heads
-  FROM kv_crossover_v3 c JOIN runs r ON r.run_id = c.run_id AND r.model = c.model
+  FROM crossover c JOIN runs r ON r.run_id = c.run_id AND r.model = c.model
   WHERE c.source = 'measured' GROUP BY c.run_id
 ),
 per_run AS (  -- what the cache adds per token (kv_growth: a hybrid's constant state apart), and its layers' kinds
@@ -32,7 +32,7 @@ per_run AS (  -- what the cache adds per token (kv_growth: a hybrid's constant s
 spread AS (  -- bytes/token across every sequence length and batch a run measured
   SELECT run_id, min(bytes_per_token) AS min_bpt, max(bytes_per_token) AS max_bpt, bool_and(match) AS all_match,
          count(*) AS n_shapes, min(seq_len) AS min_seq, max(seq_len) AS max_seq
-  FROM kv_memory_v2 GROUP BY run_id
+  FROM cache_tensors GROUP BY run_id
 ),
 gpt2 AS (
   SELECT * FROM per_run WHERE model = 'gpt2'
@@ -41,7 +41,7 @@ allocator AS (
   SELECT run_id, min(bytes_per_token / formula_bytes_per_token) AS min_ratio,
          max(bytes_per_token / formula_bytes_per_token) AS max_ratio,
          bool_and(cache_only_delta_bytes = expected_kv_bytes) AS cache_only_exact
-  FROM kv_memory GROUP BY run_id
+  FROM allocator_memory GROUP BY run_id
 ),
 claims AS (
   -- 1. The formula, with the attention-head count where the cache holds KV heads. It describes K and V per head

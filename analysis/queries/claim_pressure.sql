@@ -5,7 +5,7 @@
 WITH cap AS (
   SELECT c.*, r.model, r.dtype, r.device_kind, r.device_name, r.gpu_memory_bytes,
          c.bytes_per_request * 2 // c.dtype_bytes AS bpr_16bit
-  FROM kv_capacity_v3 c JOIN runs r USING (run_id)
+  FROM concurrent_capacity c JOIN runs r USING (run_id)
   WHERE c.bytes_per_request IS NOT NULL
 ),
 g512 AS (SELECT * FROM cap WHERE model = 'gpt2' AND seq_len = 512),

@@ -1,5 +1,5 @@
 -- Claims ledger, token article: its KV constant, the ratios and guardrail hits of its three sessions,
--- and its "enterprise impact" figures, against this DB's measurements (kv_memory_v2, the demo audit
+-- and its "enterprise impact" figures, against this DB's measurements (cache_tensors, the demo audit
 -- every run makes, standalone `kvreport audit`s, the prefix_reuse experiment, and `kvreport replay`s of real
 -- request traces for the bill and capacity claims).
 WITH dtype_bytes AS (

@@ -9,5 +9,5 @@ SELECT c.run_id, r.model, r.dtype, r.device_kind, r.device_name, c.method, c.n_r
        c.dispatch_hidden, coalesce(c.over_roof, c.pct_of_roof > 1.05) AS over_roof, c.dram_sized, c.llc_bytes,
        c.element_bytes, c.roof_basis, c.skipped_methods,
        CASE c.method WHEN 'naive' THEN 1 WHEN 'triton_layers' THEN 2 WHEN 'batched' THEN 3 ELSE 4 END AS method_order
-FROM kv_compact_v2 c JOIN runs r USING (run_id)
+FROM compaction c JOIN runs r USING (run_id)
 ORDER BY c.run_id, c.method, c.bytes_moved;

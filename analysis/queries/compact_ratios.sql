@@ -13,10 +13,10 @@ SELECT b.run_id, r.device_name, b.kv_bytes, b.bytes_moved, b.n_requests, b.seq_l
        coalesce(b.over_roof OR n.over_roof OR coalesce(t.over_roof, false) OR coalesce(tl.over_roof, false),
                 b.pct_of_roof > 1.05 OR n.pct_of_roof > 1.05) AS over_roof,
        b.spread_wide OR n.spread_wide OR coalesce(t.spread_wide, false) AS spread_wide
-FROM kv_compact_v2 b
-JOIN kv_compact_v2 n ON n.run_id = b.run_id AND n.bytes_moved = b.bytes_moved AND n.method = 'naive'
-LEFT JOIN kv_compact_v2 t ON t.run_id = b.run_id AND t.bytes_moved = b.bytes_moved AND t.method = 'triton'
-LEFT JOIN kv_compact_v2 tl ON tl.run_id = b.run_id AND tl.bytes_moved = b.bytes_moved AND tl.method = 'triton_layers'
+FROM compaction b
+JOIN compaction n ON n.run_id = b.run_id AND n.bytes_moved = b.bytes_moved AND n.method = 'naive'
+LEFT JOIN compaction t ON t.run_id = b.run_id AND t.bytes_moved = b.bytes_moved AND t.method = 'triton'
+LEFT JOIN compaction tl ON tl.run_id = b.run_id AND tl.bytes_moved = b.bytes_moved AND tl.method = 'triton_layers'
 JOIN runs r ON r.run_id = b.run_id
 WHERE b.method = 'batched'
 ORDER BY b.run_id, b.bytes_moved;

@@ -3,7 +3,7 @@
 -- mattering) and at which batched first reaches half the copy roof. Shares of roof are same-size ones;
 -- "large" and "best" count only DRAM-sized workloads (>= 4x LLC/L2 moved; > 10 MB for rows older than
 -- schema 3), and no aggregate uses a row flagged above 105% of its roof.
-WITH c AS (SELECT * FROM kv_compact_v2 WHERE NOT coalesce(over_roof, false)),
+WITH c AS (SELECT * FROM compaction WHERE NOT coalesce(over_roof, false)),
 regimes AS (
   SELECT run_id, method,
          median(gbs) FILTER (WHERE kv_bytes < 5e6) AS small_gbs,

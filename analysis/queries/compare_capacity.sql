@@ -3,5 +3,5 @@
 SELECT 'pressure' AS topic, format('requests admitted before the run stopped, {:,}-token requests', seq_len) AS metric, run_id,
        max_requests_measured::DOUBLE AS value, 'requests' AS unit, 'higher' AS better, NULL::DOUBLE AS p25,
        NULL::DOUBLE AS p75, true AS summary, 'pressure.html' AS page
-FROM kv_capacity_v3
+FROM concurrent_capacity
 ORDER BY ALL;

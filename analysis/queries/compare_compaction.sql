@@ -5,11 +5,11 @@
 SELECT 'compaction' AS topic, format('compaction {}, {:,} B moved', method, bytes_moved) AS metric, run_id,
        time_ms AS value, 'ms' AS unit, 'lower' AS better, p25_ms AS p25, p75_ms AS p75, false AS summary,
        'compaction.html' AS page
-FROM kv_compact_v2
+FROM compaction
 UNION ALL
 SELECT 'compaction', format('compaction {}, best bandwidth', method), run_id, max(gbs), 'GB/s', 'higher', NULL, NULL,
        true, 'compaction.html'
-FROM kv_compact_v2 WHERE NOT coalesce(over_roof, false) AND NOT coalesce(spread_wide, false)
+FROM compaction WHERE NOT coalesce(over_roof, false) AND NOT coalesce(spread_wide, false)
 GROUP BY run_id, method
 UNION ALL
 -- % of roof at the largest workload (the DRAM figure), not the best size: a small workload that fits in the
@@ -21,6 +21,6 @@ WHERE NOT coalesce(over_roof, false) AND NOT coalesce(spread_wide, false) AND pc
 UNION ALL
 SELECT 'compaction', format('compaction {}, best % of peak', method), run_id, 100 * max(pct_of_peak), '% of peak',
        'higher', NULL, NULL, true, 'compaction.html'
-FROM kv_compact_v2 WHERE NOT coalesce(over_roof, false) AND NOT coalesce(spread_wide, false)
+FROM compaction WHERE NOT coalesce(over_roof, false) AND NOT coalesce(spread_wide, false)
 GROUP BY run_id, method HAVING max(pct_of_peak) IS NOT NULL
 ORDER BY ALL;

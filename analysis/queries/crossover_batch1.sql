@@ -3,7 +3,7 @@
 -- same run. A NULL crossover means sliding windows cap the cache below the weights at that batch size.
 WITH b AS (
   SELECT c.*, (c.n_heads / c.n_kv_heads) AS gqa_group
-  FROM kv_crossover_v3 c
+  FROM crossover c
 ),
 one AS (SELECT * FROM b WHERE batch_size = 1),
 b64 AS (SELECT run_id, model, source, crossover_tokens AS crossover_b64 FROM b WHERE batch_size = 64),

@@ -6,7 +6,7 @@ SELECT m.run_id, m.model, m.dtype AS measured_dtype, f.dtype AS formula_dtype,
        m.crossover_tokens AS measured_tokens, f.crossover_tokens AS formula_tokens,
        m.crossover_tokens / f.crossover_tokens AS ratio,
        abs(m.crossover_tokens / f.crossover_tokens - 1) < 0.001 AS agree
-FROM kv_crossover_v3 m
-JOIN kv_crossover_v3 f ON f.run_id = m.run_id AND f.model = m.model AND f.batch_size = m.batch_size
+FROM crossover m
+JOIN crossover f ON f.run_id = m.run_id AND f.model = m.model AND f.batch_size = m.batch_size
 WHERE m.source = 'measured' AND f.source = 'formula' AND m.batch_size = 1
 ORDER BY m.run_id;

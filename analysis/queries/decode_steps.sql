@@ -12,5 +12,5 @@ SELECT d.run_id, r.model, r.dtype, r.device_kind, r.device_name, coalesce(d.mode
        d.bytes_moved, d.overhead_ms, coalesce(d.over_roof, d.pct_of_roof > 1.05) AS over_roof, d.roof_basis,
        d.skipped_modes,
        CASE coalesce(d.mode, 'eager') WHEN 'eager' THEN 1 WHEN 'static' THEN 2 ELSE 3 END AS mode_order
-FROM kv_decode_cost_v2 d JOIN runs r USING (run_id)
+FROM decode_cost d JOIN runs r USING (run_id)
 ORDER BY d.run_id, d.batch_size, d.prefix_len, mode_order;

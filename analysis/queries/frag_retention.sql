@@ -1,5 +1,5 @@
 -- Per run and allocator: what stays reserved after evicting requests, and after empty_cache().
-WITH p AS (SELECT * FROM kv_frag_v2)
+WITH p AS (SELECT * FROM fragmentation)
 SELECT a.run_id, r.device_name, a.allocator, e.evicted_bytes, e.live_requests, a.n_requests,
        a.reserved_bytes AS reserved_admitted, e.reserved_bytes AS reserved_after_evict,
        e.allocated_bytes AS allocated_after_evict,

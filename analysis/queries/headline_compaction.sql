@@ -2,7 +2,7 @@
 -- against the copy roof of the same size, naive beside it, and batched's gain over naive at the smallest,
 -- per run. A row above 105% of its roof is a measurement error and is said to be one, never headlined; a
 -- wide timing spread is "too noisy to say", its numbers beside it.
-WITH c AS (SELECT * FROM kv_compact_v2),
+WITH c AS (SELECT * FROM compaction),
 ends AS (SELECT run_id, max(bytes_moved) AS big, min(bytes_moved) AS small FROM c GROUP BY run_id),
 best AS (  -- per run, at the largest size: triton if it ran, else batched
   SELECT c.run_id, arg_min(c.method, CASE c.method WHEN 'triton' THEN 0 ELSE 1 END) AS method

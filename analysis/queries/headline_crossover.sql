@@ -1,8 +1,8 @@
 -- Headline: where the run's own model's KV cache outweighs its weights (measured), beside the MHA and GQA
 -- 7B/8B figures from the same run's formula rows.
-WITH one AS (SELECT * FROM kv_crossover_v3 WHERE batch_size = 1),
+WITH one AS (SELECT * FROM crossover WHERE batch_size = 1),
 me AS (SELECT * FROM one WHERE source = 'measured'),
-b64 AS (SELECT run_id, crossover_tokens AS t64 FROM kv_crossover_v3 WHERE source = 'measured' AND batch_size = 64),
+b64 AS (SELECT run_id, crossover_tokens AS t64 FROM crossover WHERE source = 'measured' AND batch_size = 64),
 mha AS (SELECT run_id, crossover_tokens AS llama2 FROM one WHERE source = 'formula' AND model = 'llama-2-7b'),
 gqa AS (SELECT run_id, crossover_tokens AS llama3 FROM one WHERE source = 'formula' AND model = 'llama-3.1-8b')
 SELECT me.run_id,

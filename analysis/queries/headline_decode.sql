@@ -1,12 +1,12 @@
 -- Headline: what bounds one decode step at batch 1, per run.
 -- Eager is the headline (what the seed measured); the static / graph steps are named beside it.
-WITH d AS (SELECT * FROM kv_decode_cost_v2 WHERE coalesce(mode, 'eager') = 'eager'),
+WITH d AS (SELECT * FROM decode_cost WHERE coalesce(mode, 'eager') = 'eager'),
 others AS (  -- batch 1, smallest prefix: every other mode's step against the same bandwidth floor
   SELECT o.run_id, string_agg(printf('%s %.2f ms (%.1f× the floor)', o.mode, o.step_ms, o.step_ms / o.bandwidth_floor_ms), ', '
                               ORDER BY o.mode) AS modes_txt
-  FROM kv_decode_cost_v2 o
+  FROM decode_cost o
   WHERE o.mode <> 'eager' AND o.batch_size = 1
-    AND o.prefix_len = (SELECT min(prefix_len) FROM kv_decode_cost_v2 x WHERE x.run_id = o.run_id AND x.batch_size = 1)
+    AND o.prefix_len = (SELECT min(prefix_len) FROM decode_cost x WHERE x.run_id = o.run_id AND x.batch_size = 1)
   GROUP BY o.run_id
 ),
 b1 AS (

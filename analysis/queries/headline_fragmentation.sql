@@ -1,5 +1,5 @@
 -- Headline: memory the default allocator keeps reserved after evicting requests, per run.
-WITH p AS (SELECT * FROM kv_frag_v2)
+WITH p AS (SELECT * FROM fragmentation)
 SELECT e.run_id,
        printf('After evicting %.0f MB of KV cache on %s, the default allocator keeps %.0f MB reserved beyond what is allocated (%.0f MB after empty_cache; expandable segments: %s)',
               e.evicted_bytes / 1e6, r.device_name, (e.reserved_bytes - e.allocated_bytes) / 1e6,

@@ -3,7 +3,7 @@
 -- (linear-attention or Mamba) is said apart, not spread over a short prefill.
 WITH growth AS (SELECT * FROM kv_growth()),
 shapes AS (
-  SELECT run_id, count(*) AS n, count(*) FILTER (WHERE match) AS n_match FROM kv_memory_v2 GROUP BY run_id
+  SELECT run_id, count(*) AS n, count(*) FILTER (WHERE match) AS n_match FROM cache_tensors GROUP BY run_id
 )
 SELECT g.run_id,
        CASE WHEN g.constant_bytes > 0 THEN

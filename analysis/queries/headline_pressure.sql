@@ -3,7 +3,7 @@
 -- `demonstration` says so (the overview files such headlines apart from the findings).
 WITH longest AS (
   SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY seq_len DESC) AS rn
-  FROM kv_capacity_v3 WHERE bytes_per_request IS NOT NULL
+  FROM concurrent_capacity WHERE bytes_per_request IS NOT NULL
 )
 SELECT l.run_id,
        format('{} at {} on {}: {:,} request{} of {} tokens admitted before the {}; within a {} ceiling{} the serving engine''s rule (not a measurement) gives a KV capacity of {:,} tokens, a max concurrency of {:,.1f} requests.',

@@ -5,5 +5,5 @@ SELECT i.run_id, r.model, r.dtype, r.device_kind, r.device_name, i.mode, i.concu
        i.prefix_len, i.n_requests, i.seq_len, i.correct, i.decode_mode, i.host_ms, i.balance_ratio, i.balanced,
        i.decode_in_both_ms, i.compact_in_both_ms, i.decode_inflation, i.compact_bw_lost, i.over_roof,
        CASE i.mode WHEN 'compact' THEN 1 WHEN 'decode' THEN 2 ELSE 3 END AS mode_order
-FROM kv_interference_v3 i JOIN runs r USING (run_id)
+FROM interference i JOIN runs r USING (run_id)
 ORDER BY i.run_id, mode_order;

@@ -4,5 +4,5 @@ SELECT k.run_id, r.model, r.dtype, k.seq_len, k.batch_size, k.delta_bytes, k.byt
        k.formula_bytes_per_token,
        k.bytes_per_token / k.formula_bytes_per_token AS overcount_ratio,
        k.cache_only_delta_bytes = k.expected_kv_bytes AS cache_only_match
-FROM kv_memory k JOIN runs r USING (run_id)
+FROM allocator_memory k JOIN runs r USING (run_id)
 ORDER BY k.run_id, k.batch_size, k.seq_len;

@@ -3,5 +3,5 @@ SELECT m.run_id, r.model, r.dtype, r.device_name, m.seq_len, m.batch_size, m.kv_
        m.bytes_per_token, m.formula_bytes_per_token, m.cached_tokens,
        m.kv_bytes - m.expected_kv_bytes AS diff_bytes,
        m.match
-FROM kv_memory_v2 m JOIN runs r USING (run_id)
+FROM cache_tensors m JOIN runs r USING (run_id)
 ORDER BY m.run_id, m.batch_size, m.seq_len;

@@ -23,5 +23,5 @@ SELECT c.run_id, r.model, r.dtype, r.device_kind, r.device_name, c.seq_len, c.ma
                                            ELSE coalesce(c.stop_reason, 'run stopped') END)
             ELSE format('KV capacity {:,} tokens; max concurrency {:,.1f} requests at {} tokens', c.capacity_tokens,
                         c.max_concurrency, c.seq_len) END AS engine_line
-FROM kv_capacity_v3 c JOIN runs r USING (run_id)
+FROM concurrent_capacity c JOIN runs r USING (run_id)
 ORDER BY c.run_id, c.seq_len;

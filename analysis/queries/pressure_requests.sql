@@ -2,7 +2,7 @@
 SELECT p.run_id, r.model, r.dtype, r.device_kind, r.device_name, p.seq_len, p.n_requests, p.kv_bytes,
        p.allocated_bytes, p.reserved_bytes, p.allocated_delta_bytes, p.memory_source, c.ceiling_bytes,
        c.weight_bytes
-FROM kv_pressure_v3 p
+FROM pressure p
 JOIN runs r USING (run_id)
-LEFT JOIN kv_capacity_v3 c ON c.run_id = p.run_id AND c.seq_len = p.seq_len
+LEFT JOIN concurrent_capacity c ON c.run_id = p.run_id AND c.seq_len = p.seq_len
 ORDER BY p.run_id, p.seq_len, p.n_requests;

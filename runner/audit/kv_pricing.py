@@ -5,7 +5,7 @@ A session of t tokens holds kv_bytes_at(t) = t x bytes_per_token - sum over caps
 chunk - 1), and Mamba / linear-attention layers hold a constant state. The curve comes from the model's config
 alone (runner/core/model_facts.py: no torch, no transformers), so an audit starts fast and `--model` takes a catalogue
 name, a built-in name, a config.json or a checkpoint folder. For a model whose cache has neither caps nor
-constant states the curve is a straight line, and a measurement in the DB (kv_memory_v2) replaces its slope.
+constant states the curve is a straight line, and a measurement in the DB (cache_tensors) replaces its slope.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _has(con, table: str, column: str | None = None) -> bool:
 
 def measured(con, model: str) -> Pricing | None:
     """The newest measurement of `model` in the DB from a 16-bit run (what serving uses and the audit prices)."""
-    if con is None or not (_has(con, "kv_memory_v2") and _has(con, "runs")):
+    if con is None or not (_has(con, "cache_tensors") and _has(con, "runs")):
         return None
     row = run_sql(con, "kv/measured", model=model).fetchone()
     if row is None:

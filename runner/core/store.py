@@ -586,8 +586,8 @@ class Store:
         the tables a view reads for them."""
         return [t for t in self.tables() if t not in ("kvreport_meta", *STORAGE_ONLY)]
 
-    def export_tables(self, out: Path, fmt: str = "csv") -> list[Path]:
-        """Every data table (and view) as out/<table>.<fmt>, rows in a stable order (the same DB gives the
+    def export_tables(self, out: Path, fmt: str = "csv", file_names: dict[str, str] | None = None) -> list[Path]:
+        """Every data table (and view) as out/<table>.<fmt> (or the name `file_names` gives the table), rows in a stable order (the same DB gives the
         same bytes). CSV text cells are spreadsheet-safe (csv_safe_sql). All or nothing: the files are
         written into a scratch folder inside `out` and renamed into place only when every one is whole."""
         if fmt not in ("csv", "parquet"):
@@ -604,7 +604,7 @@ class Store:
         try:
             staged = []
             for table in self.data_tables():
-                path = work / f"{table}.{fmt}"
+                path = work / f"{(file_names or {}).get(table, table)}.{fmt}"
                 # COPY cannot take a bound parameter for its target, so the path is quoted here; table names
                 # come from the schema files, not from users.
                 target = str(path.absolute()).replace("'", "''")

@@ -204,7 +204,7 @@ def new_roof_rows(ctx) -> list[dict]:
 
 def roof_and_peak(ctx) -> tuple[float, float | None]:
     """(copy roof GB/s, peak GB/s or None) from ctx.shared, measuring the roof here when no earlier
-    experiment published it (e.g. `kvreport run --only kv_compact_v2`)."""
+    experiment published it (e.g. `kvreport run --only compaction`)."""
     if "copy_roof_gbs" not in ctx.shared:
         ctx.progress("measuring the copy roof (device_ceilings did not run)")
         ctx.shared["copy_roof_gbs"] = measure_copy_roof(ctx.device, 128 * MIB if ctx.quick and not ctx.is_cuda

@@ -71,7 +71,7 @@ _NO_REMOTE_CODE = {"trust_remote_code": False, "local_files_only": True}
 
 # What still runs on a replica: the cache sizes (exact) and the analytic crossover and fits. Everything timed
 # (decode, interference, pressure, compaction...) would time a model that is not the published one.
-REPLICA_EXPERIMENTS = ("kv_memory_v2", "kv_crossover_v3")
+REPLICA_EXPERIMENTS = ("cache_tensors", "crossover")
 
 
 def replica_skip_reason(loaded) -> str:

@@ -1,9 +1,9 @@
 """Experiment registry. Each module in this package is one experiment:
 
-    NAME = "kv_memory_v2"        # also the name in the `experiments` table
+    NAME = "cache_tensors"        # also the name in the `experiments` table
     ITERATION = 2                # 1, 2, 3 or "audit": what `--iterations` selects
     ORDER = 20                   # order within the run (lower first)
-    TABLES = ("kv_memory_v2", "kv_per_layer")   # the tables it fills; their DDL is runner/core/schema/*.sql
+    TABLES = ("cache_tensors", "kv_per_layer")   # the tables it fills; their DDL is runner/core/schema/*.sql
     def run(ctx: RunContext) -> Result: ...
 
 An experiment that cannot run here raises Skip("why"); it is recorded as skipped with that reason.

@@ -3,7 +3,7 @@
 The article's three sessions plus a generated multi-turn chat workload in OpenAI and Anthropic log
 formats go through the same audit code as `kvreport audit` (in an in-memory DuckDB, then into the run's
 DB with this experiment's other rows), so the audit page is never empty and always priced with the
-model this run measured. Bytes/token come from kv_memory_v2 when it ran; otherwise this experiment
+model this run measured. Bytes/token come from cache_tensors when it ran; otherwise this experiment
 measures them itself from one prefill's cache tensors. Free memory for the TTL sweep is measured now.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _pricing(ctx: RunContext):
     bpt = ctx.shared.get("measured_bytes_per_token")
     if bpt:
         return _deployment(ctx, float(bpt), f"measured in this run: {bpt:,.0f} B/token from {ctx.loaded.name}'s "
-                                            f"cache tensors at {dt} (kv_memory_v2)")
+                                            f"cache tensors at {dt} (cache_tensors)")
 
     seq = min(32, ctx.max_positions)
     with torch.no_grad():
@@ -42,7 +42,7 @@ def _pricing(ctx: RunContext):
     bpt = cache_bytes(cache) / seq
     ctx.shared["measured_bytes_per_token"] = bpt
     return _deployment(ctx, float(bpt), f"measured here: {bpt:,.0f} B/token from a {seq}-token prefill of "
-                                        f"{ctx.loaded.name} at {dt} (kv_memory_v2 did not run)")
+                                        f"{ctx.loaded.name} at {dt} (cache_tensors did not run)")
 
 
 DEPLOYMENT_BYTES = 2  # a served model's KV is 16-bit (float16/bfloat16), whatever dtype this run measured at

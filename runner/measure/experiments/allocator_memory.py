@@ -16,10 +16,10 @@ from ...core.kv_formula import kv_shape
 from ..kv_cache import cache_bytes, forward_with_cache
 from ..probes import CudaAllocator
 
-NAME = "kv_memory"
+NAME = "allocator_memory"
 ITERATION = 1
 ORDER = 10
-TABLES = ("kv_memory",)
+TABLES = ("allocator_memory",)
 
 
 def sweep(ctx: RunContext) -> list[tuple[int, int]]:
@@ -92,6 +92,6 @@ def run(ctx: RunContext) -> Result:
             "expected_kv_bytes": shape.cache_bytes(seq_len, batch, ctx.dtype_bytes),
         })
     worst = max(rows, key=lambda r: r["bytes_per_token"])
-    return Result({"kv_memory": rows}, [
+    return Result({"allocator_memory": rows}, [
         f"allocator delta right after prefill: up to {worst['bytes_per_token']:,.0f} B/token "
         f"(formula {worst['formula_bytes_per_token']:,} B/token; the excess is logits and activations)"])

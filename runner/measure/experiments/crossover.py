@@ -2,7 +2,7 @@
 
 crossover_tokens = weight bytes / (batch x KV bytes per token), in tokens per request, with weights and
 cache in the same dtype (so the dtype cancels out of the token count; the byte columns carry it).
-- measured: the loaded model, KV bytes/token from the cache tensors (kv_memory_v2's figure when it ran,
+- measured: the loaded model, KV bytes/token from the cache tensors (cache_tensors's figure when it ran,
   else one prefill here), weight bytes from its parameters (tied embeddings counted once);
 - formula: every built-in architecture, KV bytes/token from its config, weights = parameter count on the
   meta device x 2 bytes (the 16-bit dtype a GPU run uses), so a 7B model is never allocated.
@@ -26,10 +26,10 @@ from ..devices import dtype_name
 from ..kv_cache import cache_bytes, forward_with_cache
 from ..models import builtin_names, load_config
 
-NAME = "kv_crossover_v3"
+NAME = "crossover"
 ITERATION = "3"
 ORDER = 30
-TABLES = ("kv_crossover_v3", "kv_fits_formula")
+TABLES = ("crossover", "kv_fits_formula")
 # crossover_tokens: tokens per request at which batch x KV = weights (fractional: the exact point);
 # min_tokens_kv_exceeds: the first whole token count at which KV >= weights; crossover_total_tokens:
 # crossover_tokens x batch_size, the tokens held across the batch.
@@ -171,7 +171,7 @@ def run(ctx: RunContext) -> Result:
         rows = facts_rows(loaded.name, "measured", facts, dtype, loaded.build_json(), head_fields(loaded.config))
         for r in rows:
             r["note"] = ((r["note"] + "; ") if r["note"] else "") + ("replica: cache curve from the facts "
-                         "(kv_memory_v2 checks them layer by layer), weights analytic")
+                         "(cache_tensors checks them layer by layer), weights analytic")
     else:
         seen, params = set(), 0
         for p in ctx.model.parameters():
@@ -200,4 +200,4 @@ def run(ctx: RunContext) -> Result:
     summary = ["crossover: " + "; ".join(parts)]
     if skipped:
         summary.append(f"no formula rows for {', '.join(skipped)} (runner/core/model_facts.py does not describe them)")
-    return Result({"kv_crossover_v3": rows, "kv_fits_formula": fits}, summary)
+    return Result({"crossover": rows, "kv_fits_formula": fits}, summary)

@@ -45,10 +45,10 @@ from ..decode_step import ModeUnavailable, describe, make_decoder
 from ..probes import MIB, cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
 
-NAME = "kv_interference_v3"
+NAME = "interference"
 ITERATION = "3"
 ORDER = 20
-TABLES = ("kv_interference_v3", "roof_curve")
+TABLES = ("interference", "roof_curve")
 
 # CPU: upper bound on the live KV bytes compaction gathers (the balance sizes it below this): on a CPU the
 # cap stops a pool of several GB (seconds of allocation) when a step is slowed by other tenants.
@@ -112,6 +112,30 @@ def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: 
                 notes.append(f"faster than its bytes over the bandwidth ceiling ({floor:.3f} ms at {ceiling_gbs:.1f} GB/s)")
         out[mode] = {"bound_ms": bound, "bound_violated": bool(notes), "bound_note": "; ".join(notes) or None}
     return out
+
+
+def summary_line(compact_ms: float, decode_ms: float, both_ms: float, both_bound: dict, shared: dict) -> str:
+    """The run's one-line summary, judged as the findings judge it (analysis/queries/headline_interference.sql):
+    a timing below the sanity bound is a measurement error, and contention figures outside what running
+    together can do (bandwidth lost below 0 or above 100%, decode faster together) are too noisy to say;
+    neither is printed as a result."""
+    c, d, b = compact_ms, decode_ms, both_ms
+    head = (f"interference ({shared['concurrency']}, decode {shared['decode_mode']}): compact {c:.3f} ms, "
+            f"decode {d:.3f} ms (balance {shared['balance_ratio']:.2f}x"
+            f"{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms")
+    if both_bound["bound_violated"]:
+        return (f"{head}: below the sanity bound ({both_bound['bound_note']}), flagged as a measurement error, "
+                "not a speed-up; no contention figures from it")
+    inflation, lost = shared["decode_inflation"], shared["compact_bw_lost"]
+    head += f" ({b / max(c, d):.2f}x the longer alone, {b / (c + d):.2f}x their sum)"
+    if inflation is None or lost is None:
+        return head
+    if not shared["balanced"]:
+        return f"{head}; the parts were not balanced, so this run cannot show contention"
+    figures = f"decode inflated {inflation:.2f}x, compaction bandwidth lost {lost:.0%}"
+    if lost < 0 or lost > 1 or inflation < 1 - MAX_TOLERANCE:
+        return f"{head}; contention too noisy to say ({figures}: outside what running together can do)"
+    return f"{head}; {figures} when run together"
 
 
 def gpu_sizing(step_ms: float, gather_ms_per_live_byte: float, free_bytes: int, max_steps: int) -> tuple[int, int]:
@@ -389,16 +413,10 @@ def run(ctx: RunContext, modes: tuple[str, ...] | None = None, make_decoder=make
     } for mode in MODES]
     work_kv_bytes = work.kv_bytes
     del work, decode
-    verdict = ("SANITY BOUND VIOLATED: " + bounds["both"]["bound_note"]) if bounds["both"]["bound_violated"] \
-        else f"{b / max(c, d):.2f}x the longer alone, {b / (c + d):.2f}x their sum"
-    summary = [
-        f"interference ({concurrency}, decode {shared['decode_mode']}): compact {c:.3f} ms, decode {d:.3f} ms "
-        f"(balance {balance:.2f}x{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms ({verdict}); "
-        f"decode inflated {shared['decode_inflation']:.2f}x, compaction lost {shared['compact_bw_lost']:.0%} "
-        f"of its bandwidth when run together"]
+    summary = [summary_line(c, d, b, bounds["both"], shared)]
     if not shared["balanced"] and cap_binds(work_kv_bytes, got["cap"]):
         summary.append(f"interference: the gather is at its {got['cap'] / MIB:,.0f} MiB cap (from free memory); "
                        "a balanced one does not fit")
     if slower_modes:
         summary.append("interference decode mode fallbacks: " + "; ".join(slower_modes))
-    return Result({"kv_interference_v3": rows, "roof_curve": new_roof_rows(ctx)}, summary)
+    return Result({"interference": rows, "roof_curve": new_roof_rows(ctx)}, summary)

@@ -18,10 +18,10 @@ from ...core.kv_formula import facts_for, kv_shape
 from ..devices import dtype_name
 from ..kv_cache import forward_with_cache, read_cache, storage_bytes
 
-NAME = "kv_memory_v2"
+NAME = "cache_tensors"
 ITERATION = 2
 ORDER = 10
-TABLES = ("kv_memory_v2", "kv_per_layer")
+TABLES = ("cache_tensors", "kv_per_layer")
 # Around a window or chunk of W tokens the cache holds min(seq, W-1): W-1, W and W+1 show the cap start.
 # Caps past these lengths are left out (a prefill that long is minutes on a CPU); a replica skips the
 # attention arithmetic, so it reaches further.
@@ -155,7 +155,7 @@ def run(ctx: RunContext) -> Result:
     # with states and caps, as measured; formula_bytes_per_token stays in the rows as the uncapped growth)
     formula = headline["expected_kv_bytes"] / (headline["seq_len"] * headline["batch_size"])
     built = f"; replica: {ctx.loaded.replica['instantiated']}" if ctx.loaded.is_replica else ""
-    return Result({"kv_memory_v2": rows, "kv_per_layer": layer_rows}, [
+    return Result({"cache_tensors": rows, "kv_per_layer": layer_rows}, [
         f"KV cache: {ctx.shared['measured_bytes_per_token']:,.0f} B/token measured vs {formula:,.0f} formula "
         f"({n_match}/{len(rows)} shapes and {n_layer_match}/{len(layer_rows)} layer rows match exactly, "
         f"against {rows[0]['expected_source']}{built})"])

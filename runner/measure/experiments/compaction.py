@@ -26,10 +26,10 @@ from ..compaction import METHODS, checked_methods, make_workload, planned_worklo
 from ..probes import FLUSH_FACTOR, MIB, Flusher
 from ..timing import gbs, time_interleaved
 
-NAME = "kv_compact_v2"
+NAME = "compaction"
 ITERATION = 2
 ORDER = 40
-TABLES = ("kv_compact_v2", "roof_curve")
+TABLES = ("compaction", "roof_curve")
 ROOF = "copy roof"  # the roof's name among the interleaved variants
 # pct_of_peak / pct_of_roof are fractions (0.42 = 42%). kv_bytes = live KV bytes gathered = bytes_moved / 2.
 
@@ -74,7 +74,7 @@ def run(ctx: RunContext) -> Result:
             })
         del w
     del flusher
-    return Result({"kv_compact_v2": rows, "roof_curve": new_roof_rows(ctx)}, summarize(rows, skipped_any))
+    return Result({"compaction": rows, "roof_curve": new_roof_rows(ctx)}, summarize(rows, skipped_any))
 
 
 def summarize(rows: list[dict], skipped: dict[str, str]) -> list[str]:

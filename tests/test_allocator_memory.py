@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from kvreport.runner.measure.experiments import RunContext, Skip
-from kvreport.runner.measure.experiments import kv_memory
+from kvreport.runner.measure.experiments import allocator_memory
 from kvreport.runner.measure.models import load_model
 
 
@@ -32,7 +32,7 @@ def test_allocator_delta_counts_logits_and_cache_only_delta_is_the_cache():
     lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     fake = FakeAllocator()
     ids = torch.randint(0, 512, (2, 16))
-    m = kv_memory.measure_prefill_delta(lm.model, ids, fake.probe)
+    m = allocator_memory.measure_prefill_delta(lm.model, ids, fake.probe)
     kv = m["tensor_kv_bytes"]
     assert kv == 2 * 2 * 2 * 4 * 16 * 16 * 4  # layers x K/V x batch x heads x seq x head_dim x fp32
     # Right after the prefill the delta holds the logits too: it over-counts the cache.
@@ -48,8 +48,8 @@ def test_run_with_injected_probe_writes_rows():
     ctx = RunContext(run_id=1, device=torch.device("cpu"), dtype=torch.float32, loaded=lm, quick=True,
                      memory_probe=FakeAllocator().probe)
     with torch.inference_mode():
-        result = kv_memory.run(ctx)
-    rows = result.tables["kv_memory"]
+        result = allocator_memory.run(ctx)
+    rows = result.tables["allocator_memory"]
     assert rows and all(r["cache_only_delta_bytes"] == r["expected_kv_bytes"] for r in rows)
     assert all(r["bytes_per_token"] > r["formula_bytes_per_token"] for r in rows)
 
@@ -60,4 +60,4 @@ def test_cpu_without_probe_is_skipped_with_reason():
     lm = load_model("tiny-gpt2", torch.device("cpu"), torch.float32)
     ctx = RunContext(run_id=1, device=torch.device("cpu"), dtype=torch.float32, loaded=lm, quick=True)
     with pytest.raises(Skip, match="CUDA caching allocator"):
-        kv_memory.run(ctx)
+        allocator_memory.run(ctx)

@@ -30,10 +30,10 @@ from ..decode_step import MODES, ModeUnavailable, describe, make_decoder
 from ..probes import FLUSH_FACTOR, cuda_free_bytes
 from ..timing import gbs, time_fn
 
-NAME = "kv_decode_cost_v2"
+NAME = "decode_cost"
 ITERATION = 2
 ORDER = 20
-TABLES = ("kv_decode_cost_v2", "roof_curve")
+TABLES = ("decode_cost", "roof_curve")
 # pct_of_peak / pct_of_roof are fractions (0.42 = 42%), like every ratio kvreport stores.
 
 
@@ -128,7 +128,7 @@ def run(ctx: RunContext, make_decoder=make_decoder) -> Result:
         r["skipped_modes"] = note
     if not rows:
         raise RuntimeError("no decode shape fits in free memory")
-    return Result({"kv_decode_cost_v2": rows, "roof_curve": new_roof_rows(ctx)}, summarize(rows, skipped))
+    return Result({"decode_cost": rows, "roof_curve": new_roof_rows(ctx)}, summarize(rows, skipped))
 
 
 def summarize(rows: list[dict], skipped: dict[str, str]) -> list[str]:

@@ -37,10 +37,10 @@ from ..child_process import ChildError, run_json_child
 from ..kv_cache import cache_bytes, cache_layers, forward_with_cache
 from ..probes import CudaAllocator, cuda_free_bytes, host_available_bytes, host_total_bytes
 
-NAME = "kv_pressure_v3"
+NAME = "pressure"
 ITERATION = "3"
 ORDER = 10
-TABLES = ("kv_pressure_v3", "kv_capacity_v3")
+TABLES = ("pressure", "concurrent_capacity")
 
 CEILING_FRACTION = 0.9           # of the device memory free at the start; env KVREPORT_PRESSURE_FRACTION
 CPU_CEILING_BYTES = 1 << 30      # CPU: min(this, CPU_CEILING_RAM_SHARE x RAM)
@@ -295,7 +295,7 @@ def run(ctx: RunContext) -> Result:
     summary.append(f"deliberate out-of-memory in a child process: {status}" + (f" ({note})" if note else ""))
     for row in cap_rows:
         row.update(oom_child_status=status, oom_child_note=note)
-    return Result({"kv_pressure_v3": rows, "kv_capacity_v3": cap_rows}, summary)
+    return Result({"pressure": rows, "concurrent_capacity": cap_rows}, summary)
 
 
 def oom_recovery(ctx: RunContext) -> tuple[str, str | None]:

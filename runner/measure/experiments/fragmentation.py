@@ -18,10 +18,10 @@ from ..child_process import ChildError, run_json_child
 from ...core.kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 
-NAME = "kv_frag_v2"
+NAME = "fragmentation"
 ITERATION = 2
 ORDER = 30
-TABLES = ("kv_frag_v2",)
+TABLES = ("fragmentation",)
 ALLOCATORS = {"default": None, "expandable_segments": "expandable_segments:True"}
 CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the second is torch >= 2.9's name
 CHILD_TIMEOUT_S = 120  # a child needs ~10 s (torch import, CUDA init, <1 s of work); a hang must not eat the run
@@ -82,4 +82,4 @@ def run(ctx: RunContext) -> Result:
         summary.append(f"{allocator} allocator: after evicting {ph['after_evict']['evicted_bytes'] / 1e6:,.1f} MB, "
                        f"{kept / 1e6:,.1f} MB reserved beyond allocated ({kept_ec / 1e6:,.1f} MB after empty_cache); "
                        f"peak reserved while caches grew {ph['admitted']['peak_reserved_bytes'] / 1e6:,.1f} MB{segs}")
-    return Result({"kv_frag_v2": rows}, summary)
+    return Result({"fragmentation": rows}, summary)
