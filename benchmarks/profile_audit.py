@@ -18,7 +18,8 @@ T0 = time.perf_counter()
 
 
 def main() -> None:
-    from kvreport.runner.audit import dollars, engine, ingest, kv_pricing, pipeline, prompt_bloat, sqlfiles
+    from kvreport.runner.audit import (dollars, engine, fastread, formats, ingest, kv_pricing, pipeline, prepare,
+                                       prompt_bloat, sqlfiles)
     from kvreport.runner.cli import main as cli
 
     seconds: dict[str, float] = defaultdict(float)
@@ -46,11 +47,11 @@ def main() -> None:
                 seconds[name] += time.perf_counter() - t
         return wrapper
 
-    for module in (engine, ingest, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles):  # each imported run_sql by name
+    for module in (engine, ingest, fastread, formats, prepare, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles):  # each imported run_sql by name
         module.run_sql = timed_sql
-    # Python passes over the log's bytes (ingest.py), and the COMMIT of everything (persist less its store steps)
+    # Python passes over the log's bytes (linescan.py, called from ingest.py and fastread.py), and the COMMIT of everything (persist less its store steps)
     ingest.scan_lines = timed("(python: the line scan of each file)", ingest.scan_lines)
-    ingest._lines_copy = timed("(python: lines read again line-exactly)", ingest._lines_copy)
+    fastread._lines_copy = timed("(python: lines read again line-exactly)", fastread._lines_copy)
     commit = [0.0]
 
     def timed_persist(con, result):

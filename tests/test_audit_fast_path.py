@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kvreport.runner.audit import engine, ingest
+from kvreport.runner.audit import engine, fastread, linescan
 from kvreport.runner.audit.kv_pricing import Memory, Pricing
 from kvreport.runner.core.store import apply_steps, connect
 
@@ -136,7 +136,7 @@ def test_a_blank_line_sends_the_whole_file_down_the_line_exact_reader(tmp_path, 
 
 @pytest.mark.slow
 def test_a_file_mostly_needing_raw_text_is_read_line_exactly_whole(tmp_path):
-    lines = _lines()[:10] + ["{broken"] * (10 // ingest.FAST_PATH_RAW_SHARE + 1)
+    lines = _lines()[:10] + ["{broken"] * (10 // fastread.FAST_PATH_RAW_SHARE + 1)
     log = _write(tmp_path / "broken.jsonl", lines)
     assert _same_audit(log, tmp_path) == {str(log): "line-exact"}
 
@@ -156,7 +156,7 @@ def test_a_carriage_return_keeps_a_file_off_the_fast_reader(tmp_path):
 @pytest.mark.parametrize("end", ["", "\n"])
 def test_the_line_scan_counts_the_lines_the_line_exact_reader_numbers(tmp_path, end):
     log = _write(tmp_path / "n.jsonl", ["{}", "", "x", " "], end=end)
-    assert ingest.scan_lines(log, ingest.MAX_LINE_BYTES).lines == 4
+    assert linescan.scan_lines(log, linescan.MAX_LINE_BYTES).lines == 4
 
 
 def test_lines_read_again_are_found_past_the_first_chunk(tmp_path):
@@ -165,9 +165,9 @@ def test_lines_read_again_are_found_past_the_first_chunk(tmp_path):
     log = tmp_path / "big.jsonl"
     lines = [f'{{"n": {i}, "pad": "{"x" * (i % 97)}"}}' for i in range(400_000)]  # about 2.5 chunks
     log.write_text("\n".join(lines) + "\n")
-    scan = ingest.scan_lines(log, ingest.MAX_LINE_BYTES)
+    scan = linescan.scan_lines(log, linescan.MAX_LINE_BYTES)
     assert len(scan.chunk_lines) > 2 and scan.lines == len(lines)
     wanted = [1, 2, scan.chunk_lines[1], scan.chunk_lines[1] + 1, scan.chunk_lines[2], len(lines)]
     for first in (0, 2, 4):  # reading from the start, and from the chunk a line starts in
-        copy = ingest._lines_copy(log, str(tmp_path), wanted[first:], scan.chunk_lines)
+        copy = linescan._lines_copy(log, str(tmp_path), wanted[first:], scan.chunk_lines)
         assert copy.read_text().splitlines() == [lines[n - 1] for n in wanted[first:]]

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kvreport.runner.audit.ingest import BLANK_CHARS
+from kvreport.runner.audit.linescan import BLANK_CHARS
 from conftest import quiet_audit
 
 # Fuzzing: seconds per test, not milliseconds (`pytest -m 'not slow'` for a quick pass; CI runs everything).

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kvreport.runner.audit import distributed, engine, ingest, pipeline
+from kvreport.runner.audit import distributed, engine, formats, pipeline, prepare
 from kvreport.runner.audit.kv_pricing import Memory, Pricing
 from kvreport.runner.core.store import apply_steps, connect
 
 SQL = Path(str(resources.files("kvreport.runner.audit") / "sql"))
-HOOKS = {**engine.HOOKS, **ingest.HOOKS}
+HOOKS = {**engine.HOOKS, **prepare.HOOKS}
 
 
 def _steps() -> list[str]:
@@ -23,7 +23,7 @@ def _steps() -> list[str]:
               and all(isinstance(s, str) for s in getattr(pipeline, n))]
     stages += list(pipeline.INGEST.values())
     names = {s.partition(" if ")[0].partition(" per ")[0] for stage in stages for s in stage}
-    shapes = {shape.sql for shape in ingest.SHAPES.values()}
+    shapes = {shape.sql for shape in formats.SHAPES.values()}
     out = []
     for name in names:
         if "{shape}" in name:

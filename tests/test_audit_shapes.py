@@ -13,7 +13,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from kvreport.runner.audit.ingest import FORMATS, SHAPES, AuditInputError
+from kvreport.runner.audit.formats import FORMATS, SHAPES
+from kvreport.runner.audit.logfiles import AuditInputError
 from kvreport.runner.commands.audit import audit as audit_command
 from kvreport.runner.commands.audit import execute
 from conftest import run_cli

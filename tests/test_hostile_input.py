@@ -78,7 +78,7 @@ def test_many_long_lines_that_do_not_fit_together_are_rejects_and_the_rest_survi
 
 
 def test_a_first_line_without_end_is_read_with_a_bound(tmp_path):
-    from kvreport.runner.audit import ingest
+    from kvreport.runner.audit import formats
 
     big = tmp_path / "nonewline.jsonl"
     with open(big, "wb") as f:  # sparse: 80 MB of NUL bytes, no newline
@@ -86,7 +86,7 @@ def test_a_first_line_without_end_is_read_with_a_bound(tmp_path):
     r = _cli("audit", big, "--db", tmp_path / "a.duckdb")
     err = _one_clear_line(r)
     assert str(big) in err
-    assert ingest.FIRST_LINE_BYTES < 80 << 20
+    assert formats.FIRST_LINE_BYTES < 80 << 20
 
 
 def test_a_deeply_nested_first_line_names_the_file(tmp_path):

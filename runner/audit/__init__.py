@@ -3,7 +3,12 @@
     pipeline.py   the audit's steps in the order they run, as data (each step a file of sql/ or a Python step)
     engine.py     one audit: the pipeline's phases on one connection; scratch state in the temp catalog, the
                   figures written once into the DB's tables in one transaction (a failed audit writes nothing)
-    ingest.py     which format a file is, and reading it (DuckDB does the per-record work, in SQL)
+    ingest.py     one file into the audit's staged rows (DuckDB does the per-record work, in SQL), with retries
+    formats.py    which format a file is (detection), the API-object shapes, --session-key / --time-key
+    logfiles.py   the command line's paths, and a file's bytes (gzip / zstd decompressed and checked)
+    linescan.py   passes over a file's lines: the scan (longest, too long, count) and line-keeping copies
+    prepare.py    sessions CSV records and Parquet checks, before their SQL readers
+    fastread.py   the fast readers of clean JSON-lines files (one typed parse per line), lines read again exactly
     kv_pricing.py KV bytes of a session at its own length (model_facts curve: caps, constant states; measured slope)
     dollars.py    the bill: rates looked up once per model (genai-prices, --prices), priced per call in SQL
     prompt_bloat.py  the Python steps of the prompt-bloat analysis (tokenizer, slices)

@@ -50,7 +50,7 @@ import duckdb
 from ..core.errors import UserError
 from ..core.store import connect, create_schema
 from . import dollars, engine, pipeline
-from .ingest import Source
+from .formats import Source
 from .sqlfiles import one, run_sql, value
 from .tokenizer import load_tokenizer
 

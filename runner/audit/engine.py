@@ -20,7 +20,8 @@ from ..core.errors import UserError
 from ..core.store import rollback_quietly
 from ..core.untrusted import quoted
 from . import dollars, pipeline, prompt_bloat
-from .ingest import Keys, Source, describe_sources, detect, ingest
+from .formats import Keys, Source, describe_sources, detect
+from .ingest import ingest
 from .kv_pricing import Memory, Pricing
 from .sqlfiles import one, rows, run_sql, value
 from .tokenizer import Tokenizer
@@ -64,7 +65,7 @@ class AuditOptions:
     max_repeat_rows: int = 200
     price_book: dollars.PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
     gpu_hour_price: float | None = None      # USD per GPU-hour: idle KV memory in dollars
-    fast_read: bool = True          # let clean files take the fast reader (ingest._fast_path); False: line-exact
+    fast_read: bool = True          # let clean files take the fast reader (fastread.py); False: line-exact
 
     @property
     def kv_max_bytes(self) -> int:

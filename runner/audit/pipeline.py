@@ -8,7 +8,7 @@ A step is one of:
   "... if PARAM"        only when the audit's parameter PARAM is true ("... if not PARAM": when it is false);
   "... per slice"       once per slice [$lo, $hi) of the call ids up to $last_rid (per-call text aggregation
                         cannot spill, so a slice bounds it); "... per PARAM": once per slice start PARAM lists.
-A name may hold {param}: "ingest/{shape}" runs the reader of the file's shape (ingest.SHAPES).
+A name may hold {param}: "ingest/{shape}" runs the reader of the file's shape (formats.SHAPES).
 
 The stages, as runner/audit/engine.py runs them (runner/audit/distributed.py runs READ per share of the files,
 SESSION_FIGURES and TIME_PARTS per partition of the sessions, AUDIT_FIGURES once):

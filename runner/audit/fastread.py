@@ -1,0 +1,46 @@
+"""The fast readers: DuckDB's JSON reader parses each line of a clean file straight into the record the line-exact
+reader would make of it (line numbers from the row order), and the lines whose result needs their raw text are
+read again line-exactly. Used only where that gives exactly what the line-exact reader gives."""
+from __future__ import annotations
+
+from ..core.errors import is_interrupt
+from . import pipeline
+from .formats import Keys, Source
+from .linescan import LineScan, _lines_copy
+from .sqlfiles import run_sql, value
+
+# The fast reader gives up on a file (the line-exact one reads it all) when more than one line in this many
+# needs its raw text (a log whose calls name no session or time: reading those lines again would cost more).
+FAST_PATH_RAW_SHARE = 20
+
+
+def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys: Keys) -> str | None:
+    """Read `src` with the fast reader (pipeline.INGEST["openai-fast"]: DuckDB's JSON reader, line numbers from
+    the row order) when that gives exactly what the line-exact reader would; what it did, or None (nothing read).
+
+    Only a file the line scan found clean of what the two readers number or decode differently: no blank line
+    (the JSON reader skips them: checked by one row per line), no \r or NUL byte, no line over the reader's
+    default buffer. Rows whose result depends on the raw line (ingest/openai_calls.sql need_raw: a line that is
+    not a JSON object, an unreadable one, a call without usage, session or time) are then read again, line-
+    exactly, at their own line numbers; if there are many, the whole file is read line-exactly instead."""
+    if src.fmt != "openai" or src.layout != "jsonl" or keys or not scan.plain or scan.long or not scan.lines:
+        return None
+    before = value(con, "ingest/staged_rows")
+    try:
+        pipeline.run(con, pipeline.INGEST["openai-fast"], dict(params, lines=None))
+    except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        run_sql(con, "ingest/drop_rows_of", source=src.label)
+        return None
+    rows = value(con, "ingest/staged_rows") - before
+    again = [r[0] for r in run_sql(con, "ingest/need_raw_lines", source=src.label).fetchall()]
+    if rows != scan.lines or len(again) * FAST_PATH_RAW_SHARE > rows:
+        run_sql(con, "ingest/drop_rows_of", source=src.label)
+        return None
+    if again:
+        run_sql(con, "ingest/drop_need_raw", source=src.label)
+        copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
+        pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
+                     dict(params, path=str(copy), compression="none", lines=again, keys=False, fmt=src.fmt))
+    return f"fast, {len(again):,} lines line-exact" if again else "fast"
