@@ -588,8 +588,9 @@ class Store:
 
     def export_tables(self, out: Path, fmt: str = "csv", file_names: dict[str, str] | None = None) -> list[Path]:
         """Every data table (and view) as out/<table>.<fmt>, or under the name `file_names` gives it, rows in a
-        stable order (the same DB gives the same bytes). CSV text cells are spreadsheet-safe (csv_safe_sql). All or nothing: the files are
-        written into a scratch folder inside `out` and renamed into place only when every one is whole."""
+        stable order (the same DB gives the same bytes). CSV text cells are spreadsheet-safe (csv_safe_sql). All
+        or nothing: the files are written into a scratch folder inside `out` and renamed into place only when
+        every one is whole."""
         if fmt not in ("csv", "parquet"):
             raise UserError(f"--format {fmt}: expected csv or parquet")
         out = Path(out)
