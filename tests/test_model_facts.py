@@ -233,6 +233,7 @@ def test_llama_weight_count_by_hand():
     ({"model_type": "llama", "hidden_size": 8, "num_attention_heads": 2}, "'num_hidden_layers' is missing"),
     ({**LLAMA, "num_hidden_layers": "many"}, "'num_hidden_layers' is 'many'"),
     ({"model_type": "gemma3"}, "'text_config' is missing"),
+    ({"model_type": "gemma3", "text_config": {"model_type": [1]}}, "'text_config.model_type' is not a string"),
     ({**LLAMA, "layer_types": ["sliding_attention"] * 32}, "needs config field 'sliding_window'"),
     ({**LLAMA, "layer_types": ["full_attention"]}, "'layer_types' has 1 entries for 32 layers"),
 ])

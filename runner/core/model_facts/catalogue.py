@@ -87,8 +87,9 @@ def load(name_or_path: str) -> ModelFacts:
         return facts_from_config(config, name=name_or_path, where=f"catalogue model {name_or_path}", source=source)
     path = Path(name_or_path)
     alias = None if path.exists() else catalogue_name_for(name_or_path)
-    if alias is not None:  # a repo id people know the model by; a local path of the same spelling wins
-        config, source = _catalogue_entry(alias)
+    entry = _catalogue_entry(alias) if alias is not None else None
+    if entry is not None:  # a repo id people know the model by; a local path of the same spelling wins
+        config, source = entry
         return facts_from_config(config, name=name_or_path, where=f"catalogue model {alias}", source=source)
     if path.is_dir():
         path = path / "config.json"

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 from .common import ModelFactsError
 from .specs import FullAttentionSpec, SlidingWindowSpec, ChunkedLocalAttentionSpec, LayerCache
@@ -65,7 +67,7 @@ def layer_types_from(c: ConfigReader, n_layers: int, default: list[str]) -> list
     if len(types) < n_layers:
         raise ModelFactsError(f"{c.where}: config field 'layer_types' has {len(types)} entries for "
                               f"{n_layers} layers")
-    return [LEGACY_LAYER_TYPES.get(t, t) for t in types[:n_layers]]
+    return [LEGACY_LAYER_TYPES.get(t) or t for t in types[:n_layers]]
 
 
 def kv_heads(c: ConfigReader, n_heads: int, class_default: int) -> int:
@@ -104,10 +106,10 @@ def attention_spec(c: ConfigReader, layer_type: str, n_kv: int, head_dim: int, w
 
 @dataclass
 class Built:
-    layers: list[LayerCache]
+    layers: Sequence[LayerCache]
     params: int
     notes: list[str] = field(default_factory=list)
-    mla_per_head: list[LayerCache] | None = None
+    mla_per_head: Sequence[LayerCache] | None = None
 
 
 
@@ -224,7 +226,7 @@ def _bad(where: str, key: str, value, expected: str) -> ModelFactsError:
     return ModelFactsError(f"{where}: config field {key!r} is {shown}, expected {expected}")
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int) and not isinstance(value, bool) or \
         isinstance(value, float) and math.isfinite(value) and value == int(value)
 

@@ -55,7 +55,8 @@ class ModelFacts:
     def pricing_terms(self, dtype: str = "bfloat16") -> tuple[int, tuple[tuple[int, int], ...], int]:
         """cache_bytes(t, 1) = t x per_token - sum(b x max(0, t - cap)) + constant, as
         (per_token, ((b, cap), ...) with one entry per distinct cap, constant)."""
-        per_token, constant, capped = 0, 0, {}
+        per_token, constant = 0, 0
+        capped: dict[int, int] = {}
         for layer in self.layers:
             for s in layer:
                 b = (s.k_per_token + s.v_per_token) * dtype_bytes(dtype)
@@ -131,17 +132,19 @@ def facts_from_config(raw: dict, name: str = "", where: str = "config.json", sou
         raise ModelFactsError(f"{where}: config field 'model_type' is missing")
     text = raw
     if model_type in WRAPPERS:
-        text = raw.get("text_config")
-        if not isinstance(text, dict):
+        inner = raw.get("text_config")
+        if not isinstance(inner, dict):
             raise ModelFactsError(f"{where}: config field 'text_config' is missing (model_type {model_type})")
         text = {**({"tie_word_embeddings": raw["tie_word_embeddings"]} if "tie_word_embeddings" in raw else {}),
-                **text}
+                **inner}
         model_type = text.get("model_type") or WRAPPERS[model_type]
     elif model_type not in FAMILIES and isinstance(raw.get("text_config"), dict) and \
             raw.get("num_hidden_layers") is None:  # an unknown multimodal wrapper: its language model
         text = {**({"tie_word_embeddings": raw["tie_word_embeddings"]} if "tie_word_embeddings" in raw else {}),
                 **raw["text_config"]}
         model_type = text.get("model_type") if isinstance(text.get("model_type"), str) else model_type
+    if not isinstance(model_type, str):
+        raise ModelFactsError(f"{where}: config field 'text_config.model_type' is not a string")
     if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,100}", model_type):  # bert-generation, data2vec-text ...
         raise ModelFactsError(f"{where}: config field 'model_type' is {model_type[:40]!r}, not a model type name")
     check_fields(text, where)

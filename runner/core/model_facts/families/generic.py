@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import Built, ConfigReader, attention_spec, generic_layer_types, layer_types_from
 from ..params import attn_params, embed_params, mlp_params
+from ..specs import LayerCache
 
 # attribute_map aliases of transformers 5.24's causal-LM config classes (each class's `attribute_map`,
 # collected over transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES): the name a
@@ -64,7 +65,8 @@ def generic(c: ConfigReader) -> Built:
     else:
         window, chunk = _field(c, "sliding_window", {})[0], c.raw.get("attention_chunk_size")
         types = generic_layer_types(n_layers, window, chunk)
-    layers, params = [], 0
+    layers: list[LayerCache] = []
+    params = 0
     h = _int_field(c, "hidden_size")
     for i, layer_type in enumerate(types):
         over = per_layer.get(str(i)) or per_layer.get(i) or {}
