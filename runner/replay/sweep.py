@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +67,7 @@ class Setup:
     target: float = 0.9
     capacity_tokens: list[int] = field(default_factory=list)
     host_bytes_per_gpu: int | None = None
-    progress: object = None  # callable(pass name, lines read, seconds) or None
+    progress: Callable[[str, int, float], None] | None = None  # (pass name, lines read, seconds)
 
 
 def _host_blocks(setup: Setup, groups: int) -> int:
@@ -98,10 +99,11 @@ def _requests(setup: Setup, name: str, spool: _Spool | None):
     if spool is not None and spool.rows is not None and name != "pass 1":
         return spool.rows, None
     start = time.perf_counter()
+    report = setup.progress
     tick = None
-    if setup.progress is not None:
+    if report is not None:
         def tick(lines: int) -> None:
-            setup.progress(name, lines, time.perf_counter() - start)
+            report(name, lines, time.perf_counter() - start)
     reader = TraceReader(setup.paths, setup.trace_block, progress=tick)
 
     def rows():
@@ -120,8 +122,8 @@ def _requests(setup: Setup, name: str, spool: _Spool | None):
             if spool is not None and name == "pass 1":
                 spool.add(row)
             yield row
-        if setup.progress is not None:
-            setup.progress(name, reader.n_lines, time.perf_counter() - start)
+        if report is not None:
+            report(name, reader.n_lines, time.perf_counter() - start)
     return rows(), reader
 
 
@@ -137,13 +139,17 @@ def _feed(setup: Setup, name: str, ceiling: PrefixCeiling | None, pools: list[Pr
     return reader
 
 
-def _point(setup: Setup, pool: PrefixCache, groups: int | None, host_blocks: int = 0) -> dict:
-    tokens = pool.gpu_blocks * setup.engine_block
+def _point(setup: Setup, pool: PrefixCache, groups: int | None) -> dict:
+    gpu_blocks, total_blocks = pool.gpu_blocks, pool.total_blocks
+    if gpu_blocks is None or total_blocks is None:
+        raise ValueError("a point of the curve needs a sized pool")
+    host_blocks = total_blocks - gpu_blocks
+    tokens = gpu_blocks * setup.engine_block
     return {
         "capacity_tokens": tokens,
-        "capacity_bytes": pool.gpu_blocks * setup.pool.block_bytes_per_rank * setup.tp // 1,
+        "capacity_bytes": gpu_blocks * setup.pool.block_bytes_per_rank * setup.tp // 1,
         "gpus": groups * setup.tp if groups is not None else None,
-        "gpus_needed": -(-pool.gpu_blocks // setup.pool.blocks_per_group) * setup.tp,
+        "gpus_needed": -(-gpu_blocks // setup.pool.blocks_per_group) * setup.tp,
         "host_tokens": host_blocks * setup.engine_block,
         "host_bytes": host_blocks * setup.pool.block_bytes_host,
         "hit_rate": pool.hit_rate,
@@ -194,6 +200,7 @@ def replay(setup: Setup) -> dict:
     unbounded = PrefixCache(None)  # holds everything: what every pool that never has to evict replays
     spool = _Spool()
     reader = _feed(setup, "pass 1", ceiling, fixed + ttl_pools + [unbounded], spool)
+    assert reader is not None  # the first pass always reads the files
     if ceiling.requests == 0:
         first = f"; first: {reader.rejects[0]}" if reader.rejects else ""
         raise UserError(f"no replayable request in {', '.join(str(p) for p in setup.paths)} "
@@ -245,12 +252,11 @@ def replay(setup: Setup) -> dict:
         g = _first_reaching(rates[kind], goal)
         if g is None:
             return None
-        p = pools[kind][g]
-        return _point(setup, p, g, (p.total_blocks - p.gpu_blocks))
+        return _point(setup, pools[kind][g], g)
 
     curve = sorted([_point(setup, p, None) for p in fixed] + [_point(setup, p, g) for g, p in plain.items()],
                    key=lambda r: (r["capacity_tokens"], r["gpus"] is None))
-    curve_host = [_point(setup, p, g, p.total_blocks - p.gpu_blocks) for g, p in sorted(tiered.items())]
+    curve_host = [_point(setup, p, g) for g, p in sorted(tiered.items())]
     found = answer("gpu")
     found_host = answer("host") if tiered else None
     rejects = reader.rejects

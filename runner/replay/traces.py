@@ -112,18 +112,14 @@ class TraceReader:
             self._reject(path, number, "hash_ids", "missing (neither a Mooncake nor a Bailian record)")
             return None
         block = self.trace_block_tokens or SHAPES[shape]
-        values = {}
-        for key in ("timestamp", "input_length", "output_length"):
-            if key == "timestamp":
-                value = record.get(key)
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-                    and value >= 0
-                if not ok:
-                    self._reject(path, number, key, "missing" if value is None else
-                                 f"{value!r} is not a non-negative number")
-                    return None
-                values[key] = float(value) * _TIME_SCALE_MS[shape]
-                continue
+        stamp = record.get("timestamp")
+        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp) or stamp < 0:
+            self._reject(path, number, "timestamp", "missing" if stamp is None else
+                         f"{stamp!r} is not a non-negative number")
+            return None
+        t_ms = float(stamp) * _TIME_SCALE_MS[shape]
+        values: dict[str, int] = {}
+        for key in ("input_length", "output_length"):
             value = _count(record, key)
             if isinstance(value, str):
                 self._reject(path, number, key, value)
@@ -143,7 +139,8 @@ class TraceReader:
                          f"{len(hashes)} hashes for input_length {values['input_length']} at {block}-token blocks "
                          f"(expected {expected}): the block size does not divide the prompt as the trace says")
             return None
-        parent_of, seen_here = self._parent, {}
+        parent_of = self._parent
+        seen_here: dict[int, int] = {}
         previous = _NO_PARENT
         for i, h in enumerate(hashes):
             known = parent_of.get(h, seen_here.get(h))
@@ -155,12 +152,12 @@ class TraceReader:
                 return None
             seen_here[h] = previous
             previous = h
-        if values["timestamp"] < self._last_t:
+        if t_ms < self._last_t:
             self._reject(path, number, "timestamp", f"{record['timestamp']!r} goes backwards (the line before "
                          f"was at {self._last_t / _TIME_SCALE_MS[shape]:g})")
             return None
-        self._last_t = values["timestamp"]
+        self._last_t = t_ms
         parent_of.update(seen_here)
         self.shapes[shape] = self.shapes.get(shape, 0) + 1
-        return TraceRequest(values["timestamp"], values["input_length"], values["output_length"], tuple(hashes),
+        return TraceRequest(t_ms, values["input_length"], values["output_length"], tuple(hashes),
                             block)
