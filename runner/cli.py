@@ -12,7 +12,7 @@ import typer
 from . import __version__
 from .commands import audit, build, export, findings, merge, migrate, models, replay, run
 from .core.errors import UserError, is_interrupt
-from .core.store import shown
+from .core.errors import shown
 
 # rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

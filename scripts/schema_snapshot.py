@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvreport.runner.core.store import FRESH_SCHEMA, SCHEMA_VERSION, apply_steps, connect, schema_ddl
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.migrations import apply_steps, FRESH_SCHEMA, schema_ddl, SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +23,7 @@ def main() -> None:
     apply_steps(con, 0)
     header = (f"-- kvreport schema version {SCHEMA_VERSION}: what runner/core/schema/NNN_*.sql build, in one pass.\n"
               "-- Written by scripts/schema_snapshot.py; never edit by hand: change a step, then run it again.\n"
-              "-- A new DB is created from this file (store.create_schema); tests/test_store.py checks it against\n"
+              "-- A new DB is created from this file (migrations.create_schema); tests/test_store.py checks it against\n"
               "-- the steps. Existing DBs still migrate step by step.\n")
     out = ROOT / "runner" / "core" / "schema" / FRESH_SCHEMA
     out.write_text(header + "".join(f"\n{statement};\n" for statement in schema_ddl(con)), encoding="utf-8")

@@ -11,7 +11,8 @@ import pytest
 
 from kvreport.runner.audit import engine, fastread, linescan
 from kvreport.runner.audit.kv_pricing import Memory, Pricing
-from kvreport.runner.core.store import apply_steps, connect
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.migrations import apply_steps
 
 
 def _env(i: int, **over) -> dict:

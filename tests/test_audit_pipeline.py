@@ -12,7 +12,8 @@ import pytest
 
 from kvreport.runner.audit import distributed, engine, formats, pipeline, prepare
 from kvreport.runner.audit.kv_pricing import Memory, Pricing
-from kvreport.runner.core.store import apply_steps, connect
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.migrations import apply_steps
 
 SQL = Path(str(resources.files("kvreport.runner.audit") / "sql"))
 HOOKS = {**engine.HOOKS, **prepare.HOOKS}

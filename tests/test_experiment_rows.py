@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kvreport.runner.core.store import apply_steps, connect, table_columns
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.migrations import apply_steps, table_columns
 from kvreport.runner.measure import probes, timing
 from kvreport.runner.measure.experiments import registry
 

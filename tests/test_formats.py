@@ -8,7 +8,7 @@ import pytest
 
 from kvreport.analysis.queries import Queries
 from kvreport.analysis.site.formats import fmt_bytes
-from kvreport.runner.core.store import apply_steps
+from kvreport.runner.core.migrations import apply_steps
 
 # Each unit's edges (1023 B / 1 KiB; 1,050,000,000 B lies between 1000^3 and 1024^3), the digit boundaries inside a unit (9.99 / 10 / 99.9 / 100), whole
 # numbers of a unit (2 MiB prints no decimals), negatives, and a few real figures of the reference runs

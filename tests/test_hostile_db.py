@@ -48,7 +48,7 @@ def test_audits_racing_to_create_one_db_never_remove_each_others_file(tmp_path):
 
 
 def test_a_db_file_appearing_meanwhile_is_not_replaced(tmp_path):
-    from kvreport.runner.core.store import DBAppeared, new_db_file
+    from kvreport.runner.core.scratch import DBAppeared, new_db_file
 
     target = tmp_path / "x.duckdb"
     with pytest.raises(DBAppeared):
@@ -258,7 +258,8 @@ def test_an_older_db_with_a_macro_is_refused_before_it_is_migrated(tmp_path):
     db = _theirs(tmp_path, "CREATE MACRO upper(x) AS (SELECT string_agg(column0, '') FROM read_csv('{secret}', header = false))",
                  base=PUBLISHED_V1)
     before = db.read_bytes()
-    from kvreport.runner.core.store import Store, StoreError
+    from kvreport.runner.core.errors import StoreError
+    from kvreport.runner.core.store import Store
 
     for read_only in (True, False):
         with pytest.raises(StoreError, match=r"macro 'upper'.* at schema 1 "):
@@ -287,7 +288,8 @@ def test_a_reading_connection_reaches_no_file_and_cannot_be_unlocked(tmp_path):
 def test_store_columns_quote_every_name_the_db_gives(tmp_path):
     """Names from the DB never become SQL: the audit's column lists (store/*.sql) quote each one."""
     from kvreport.runner.audit.engine import store_columns
-    from kvreport.runner.core.store import connect, create_schema
+    from kvreport.runner.core.connections import connect
+    from kvreport.runner.core.migrations import create_schema
 
     con = connect()
     create_schema(con)

@@ -175,7 +175,7 @@ def test_site_csvs_are_spreadsheet_safe(formula_db, tmp_path):
 
 def test_csv_cell_rules():
     from kvreport.analysis.site.export import csv_value
-    from kvreport.runner.core.store import csv_safe_text
+    from kvreport.runner.core.csv_cells import csv_safe_text
 
     assert csv_value(-5) == "-5" and csv_value(-0.5) == "-0.5"  # numbers are never prefixed
     assert csv_safe_text("-5") == "-5" and csv_safe_text("+1.5e3") == "+1.5e3"  # nor text that is a number
@@ -206,16 +206,16 @@ def test_every_duckdb_connection_goes_through_the_helper():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect" \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb":
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert offenders == ["runner/core/store.py:" + str(_helper_line())], offenders
+    assert offenders == ["runner/core/connections.py:" + str(_helper_line())], offenders
 
 
 def _helper_line() -> int:
-    text = (ROOT / "runner" / "core" / "store.py").read_text(encoding="utf-8").splitlines()
+    text = (ROOT / "runner" / "core" / "connections.py").read_text(encoding="utf-8").splitlines()
     return next(i for i, line in enumerate(text, 1) if "duckdb.connect(" in line)
 
 
 def test_the_helper_turns_extension_autoload_and_autoinstall_off(tmp_path):
-    from kvreport.runner.core.store import connect
+    from kvreport.runner.core.connections import connect
 
     for con in (connect(), connect(tmp_path / "x.duckdb")):
         got = con.execute("SELECT current_setting('autoload_known_extensions'), "

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from kvreport.analysis.queries import Queries
-from kvreport.runner.core.store import apply_steps
+from kvreport.runner.core.migrations import apply_steps
 
 
 @pytest.fixture

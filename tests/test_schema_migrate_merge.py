@@ -7,7 +7,9 @@ import duckdb
 import pytest
 
 from kvreport.runner.core.merge import merge
-from kvreport.runner.core.store import SCHEMA_VERSION, Store, StoreError, current_schema_copy, schema_steps, table_columns
+from kvreport.runner.core.errors import StoreError
+from kvreport.runner.core.migrations import schema_steps, SCHEMA_VERSION, table_columns
+from kvreport.runner.core.store import current_schema_copy, Store
 from kvreport.runner.core.table_names import SEED_NAMES
 from conftest import cli_in_process
 
@@ -84,12 +86,12 @@ def test_the_published_v1_db_migrates_in_place_with_a_backup_and_keeps_every_row
 
 
 def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path):
-    from kvreport.runner.core import store as store_mod
+    from kvreport.runner.core import migrations as migrations
 
     db = tmp_path / "old.duckdb"
     shutil.copyfile(PUBLISHED_V1, db)
-    real = store_mod.schema_steps()
-    broken = [*real[:-1], store_mod.SchemaStep(real[-1].version, real[-1].name,
+    real = migrations.schema_steps()
+    broken = [*real[:-1], migrations.SchemaStep(real[-1].version, real[-1].name,
                                                real[-1].sql + "\nALTER TABLE no_such_table ADD COLUMN x INT;")]
     with pytest.raises(StoreError, match=real[-1].name):
         Store(db, steps=broken)
@@ -200,10 +202,10 @@ def test_merge_refuses_a_bad_input_before_writing(tmp_path):
 def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_did(tmp_path):
     """A schema-5 file's calls move into token_call_rows + token_call_labels; token_calls (now a view) gives
     back the same rows, columns and order of columns."""
-    from kvreport.runner.core import store as store_mod
+    from kvreport.runner.core import migrations as migrations
 
     db = tmp_path / "v5.duckdb"
-    real = store_mod.schema_steps()
+    real = migrations.schema_steps()
     with Store(db, steps=[st for st in real if st.version <= 5]) as s:
         cols = table_columns(s.con)["token_calls"]
         rows = []

@@ -736,7 +736,7 @@ def test_memory_headline_is_the_growth_per_token_with_constant_state_apart():
     import duckdb
 
     from kvreport.analysis.queries import Queries
-    from kvreport.runner.core.store import apply_steps
+    from kvreport.runner.core.migrations import apply_steps
 
     con = duckdb.connect()
     apply_steps(con, 0)  # the DB's tables, which the query's macros (kv_growth) read

@@ -2,8 +2,10 @@
 import duckdb
 import pytest
 
-from kvreport.runner.core.store import (SCHEMA_VERSION, Store, StoreError, apply_steps, connect, create_schema,
-                                        fresh_schema, schema_ddl)
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.errors import StoreError
+from kvreport.runner.core.migrations import apply_steps, create_schema, fresh_schema, schema_ddl, SCHEMA_VERSION
+from kvreport.runner.core.store import Store
 
 
 def _meta():

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvreport.runner.core.store import Store, connect, is_damage, shown
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.errors import shown
+from kvreport.runner.core.store import is_damage, Store
 
 from ..queries import QUERY_DIR, Queries
 from .discover import in_order, page_modules

@@ -13,7 +13,8 @@ from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
-from kvreport.runner.core.store import Store, csv_safe_text
+from kvreport.runner.core.csv_cells import csv_safe_text
+from kvreport.runner.core.store import Store
 
 from .. import charts  # the module, not its names: charts imports this package's formats and spec
 from .spec import DATA_DIR, BuildError, Download, Table

@@ -12,7 +12,8 @@ import json
 import shutil
 from pathlib import Path
 
-from kvreport.runner.core.store import scratch_dir, shown
+from kvreport.runner.core.errors import shown
+from kvreport.runner.core.scratch import scratch_dir
 
 from .spec import BuildError
 

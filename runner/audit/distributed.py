@@ -48,7 +48,8 @@ from typing import Callable
 import duckdb
 
 from ..core.errors import UserError
-from ..core.store import connect, create_schema
+from ..core.connections import connect
+from ..core.migrations import create_schema
 from . import dollars, engine, pipeline
 from .formats import Source
 from .sqlfiles import one, run_sql, value

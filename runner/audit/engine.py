@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import UserError
-from ..core.store import rollback_quietly
+from ..core.connections import rollback_quietly
 from ..core.untrusted import quoted
 from . import dollars, pipeline, prompt_bloat
 from .formats import Keys, Source, describe_sources, detect

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..core.store import shown
+from ..core.errors import shown
 from .logfiles import AuditInputError, _check_readable, compression, open_log
 from .sqlfiles import run_sql
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ..core.errors import UserError, is_interrupt
-from ..core.store import shown
+from ..core.errors import shown
 from . import pipeline
 from .fastread import fast_path
 from .formats import FORMATS, SHAPES, Keys, Source, detect, json_keys, reader  # noqa: F401

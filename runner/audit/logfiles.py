@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..core.store import shown
+from ..core.errors import shown
 
 
 class AuditInputError(UserError):

@@ -10,7 +10,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from ..core.store import shown
+from ..core.errors import shown
 from .formats import SESSION_COLUMNS, SESSION_OPTIONAL
 from .linescan import BLANK_CHARS, MAX_LINE_BYTES
 from .logfiles import AuditInputError, _plain_copy, open_log

@@ -25,7 +25,10 @@ from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
 from ..audit.kv_pricing import DEFAULT_GPU, DEFAULT_MODEL, MODEL_HINT, given, gpu_memory, kv_pricing
 from ..audit.tokenizer import load_tokenizer
 from ..core.errors import UserError
-from ..core.store import Store, connect, new_db_file, scratch_dir, shown
+from ..core.connections import connect
+from ..core.errors import shown
+from ..core.scratch import new_db_file, scratch_dir
+from ..core.store import Store
 
 # DuckDB's share of memory. The whole process peaks about 150 MB above it (Python, imports, what DuckDB does
 # not count), so a 1M-call audit stays under 500 MB; beyond the limit DuckDB spills to the scratch folder.

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..core.errors import UserError
-from ..core.store import Store, current_schema_copy
+from ..core.store import current_schema_copy, Store
 from ..core.table_names import SEED_NAMES
 
 

@@ -13,7 +13,8 @@ from kvreport.analysis.queries import Queries
 from kvreport.analysis.site import page_modules
 
 from ..core.errors import UserError
-from ..core.store import Store, StoreError, current_schema_copy, is_damage, shown
+from ..core.errors import shown, StoreError
+from ..core.store import current_schema_copy, is_damage, Store
 
 
 def findings_of(db: Path) -> tuple[list[dict], list[int]]:

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from ..core.errors import UserError
-from ..core.store import SCHEMA_VERSION, Store
+from ..core.migrations import SCHEMA_VERSION
+from ..core.store import Store
 
 
 def migrate(db: Annotated[Path, typer.Argument(help="DuckDB file to upgrade.")]):

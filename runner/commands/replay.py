@@ -14,7 +14,9 @@ import typer
 from ..core import engine
 from ..core.errors import UserError
 from ..core.model_facts import BLOCK_TOKENS, DTYPE_BYTES, load
-from ..core.store import Store, new_db_file, shown
+from ..core.errors import shown
+from ..core.scratch import new_db_file
+from ..core.store import Store
 from ..replay.store import next_replay_id, persist
 from ..replay.sweep import Setup, kv_pool, replay as run_replay
 from .options import token_counts

@@ -16,3 +16,13 @@ def is_interrupt(exc: BaseException) -> bool:
     """DuckDB's Ctrl-C: an InterruptException, or from some of its calls a plain error 'Query interrupted'.
     Either is the user's interrupt (exit 130), never bad input."""
     return type(exc).__name__ == "InterruptException" or str(exc).strip() == "Query interrupted"
+
+
+class StoreError(UserError):
+    """A DB file that cannot be used; the message names the file and the problem."""
+
+
+def shown(path, limit: int = 160) -> str:
+    """A path as it appears in a message: whole unless absurdly long (a 100 kB argument is not echoed)."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]} ({len(text):,} characters)"

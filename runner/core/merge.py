@@ -19,7 +19,11 @@ from pathlib import Path
 import duckdb
 
 from .errors import UserError
-from .store import Store, current_schema_copy, new_db_file, shown, table_columns, transaction
+from .connections import transaction
+from .errors import shown
+from .migrations import table_columns
+from .scratch import new_db_file
+from .store import current_schema_copy, Store
 from .untrusted import quoted
 
 _DEMO_AUDIT = re.compile(r"^run-(\d+)-(.+)$")  # audits inside a run are named after its run_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 
-from ..core.store import transaction
+from ..core.connections import transaction
 
 _REPLAY_COLUMNS = (
     "replay_id", "created_at", "sources", "shapes", "model", "dtype", "gpu", "gpu_bytes", "tp",

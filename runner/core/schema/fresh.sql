@@ -1,6 +1,6 @@
 -- kvreport schema version 10: what runner/core/schema/NNN_*.sql build, in one pass.
 -- Written by scripts/schema_snapshot.py; never edit by hand: change a step, then run it again.
--- A new DB is created from this file (store.create_schema); tests/test_store.py checks it against
+-- A new DB is created from this file (migrations.create_schema); tests/test_store.py checks it against
 -- the steps. Existing DBs still migrate step by step.
 
 CREATE TABLE allocator_memory(run_id INTEGER NOT NULL, seq_len INTEGER, batch_size INTEGER, before_bytes BIGINT, after_bytes BIGINT, delta_bytes BIGINT, bytes_per_token DOUBLE, cache_only_delta_bytes BIGINT, cache_only_bytes_per_token DOUBLE, logits_bytes BIGINT, peak_delta_bytes BIGINT, formula_bytes_per_token BIGINT, expected_kv_bytes BIGINT);

@@ -17,7 +17,8 @@ from ...audit.engine import TABLES as AUDIT_TABLES
 from ...audit.engine import AuditOptions, fetch, run_audit
 from ...audit.kv_pricing import Memory, Pricing
 from ...audit.tokenizer import load_tokenizer
-from ...core.store import connect, create_schema
+from ...core.connections import connect
+from ...core.migrations import create_schema
 from ..devices import dtype_name
 from ..kv_cache import cache_bytes, forward_with_cache
 from ..probes import cuda_free_bytes, host_available
