@@ -6,6 +6,10 @@ class UserError(Exception):
     exit_code = 2
 
 
+class ModelError(UserError):
+    """A model name or path that cannot be loaded; the message says why and what would work."""
+
+
 def describe_exception(exc: BaseException) -> str:
     """`Type: first line of the message`: how a failure is recorded as a reason (a skip, a failed run)."""
     text = str(exc).strip()
