@@ -15,7 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.audit.distributed import FAULTS_ENV, FLOAT_DIGITS, RayAuditError, check_address
+from kvreport.runner.audit.distributed import FLOAT_DIGITS, RayAuditError, check_address
+from kvreport.runner.audit.ray_tasks import FAULTS_ENV
 from kvreport.runner.audit.engine import TABLES
 from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError

@@ -12,7 +12,7 @@
     kv_pricing.py KV bytes of a session at its own length (model_facts curve: caps, constant states; measured slope)
     dollars.py    the bill: rates looked up once per model (genai-prices, --prices), priced per call in SQL
     prompt_bloat.py  the Python steps of the prompt-bloat analysis (tokenizer, slices)
-    distributed.py   the same phases as Ray tasks; remote.py: s3:// logs
+    distributed.py   the Ray driver; ray_tasks.py its tasks (docs/audit-on-ray.md); remote.py: s3:// logs
     tokenizer.py  local Hugging Face tokenizers for --tokenizer (never downloads)
     demo.py       the built-in demo workload `kvreport run` audits
     sqlfiles.py   runs the .sql files of sql/ with the parameters each statement names

@@ -1,37 +1,8 @@
-"""`kvreport audit --ray`: the same audit, with the same SQL, as Ray tasks over shares of the logs.
-
-The audit partitions cleanly by session: every per-session figure needs one session's calls only, and the
-audit-wide figures are sums (extremes, firsts) over sessions. So the phases of engine.py run as tasks:
-
-  map       one task per share of the files (contiguous runs of the file list, balanced by size) reads them
-            with the audit's own ingest (engine.read_logs, so line numbers, rejects and "(no session) file:line"
-            ids are the single-process ones) and writes its calls to Parquet, hash-partitioned by session id,
-            and its rejects; it returns its share's counts, price keys and log end.
-  (driver)  adds those up: the NothingValid / --strict checks, the price rows (looked up once), the log's end.
-  reduce    one task per partition loads its calls into _staged, in file order, and runs
-            engine.session_figures: token_audit, token_bloat, the calls with their costs, the segments and
-            the *_parts tables (call totals, time span, price sums, what-if, labels, repeated instructions).
-  time      one task per partition: the leakage timeline's and TTL sweep's sums over its segments
-            (engine.time_parts), sampled on the whole audit's time span the driver took from the reduces.
-  combine   the driver loads the partials and runs engine.audit_figures on them (the same SQL sums one share
-            in the single-process audit), then `persist` writes everything in one transaction, the calls and
-            rejects straight from the Parquet files. No audit-wide figure re-reads the calls.
-
-Every statement is a file of runner/audit/sql/distributed/ (sqlfiles.run_sql); the Parquet files' paths, which
-DuckDB takes no parameter for in a COPY's target or a view, are `{path:...}` placeholders checked to lie in the
-scratch folder.
-
-Everything between the phases is Parquet in one scratch folder (a shared one on a multi-node cluster), which
-is removed at the end, on success and on failure. A task whose worker dies is retried once (max_retries=1);
-one that fails twice fails the audit, naming its files, and nothing is written to the DB.
-
-Results: the DB rows equal the single-process audit's. Sums of DOUBLEs over many rows are added up in a
-different order (per partition, then across partitions), as two single-process runs with several threads
-already do, so they may differ in the last bits: compare DOUBLE columns after rounding to
-`FLOAT_DIGITS` significant digits (tests/test_audit_ray.py does). Everything else is exact.
-
-Ray is imported only here, only when --ray is given (pip install 'kvreport[ray]').
-"""
+"""`kvreport audit --ray`: the same audit, with the same SQL, as Ray tasks (ray_tasks.py) over shares of the
+logs; this is the driver: it partitions the files, runs map, reduce and time, combines the partials with the
+single-process audit's own SQL and stores the result in one transaction. The design, and why the rows equal
+the single-process audit's (DOUBLE sums to FLOAT_DIGITS digits), is in docs/audit-on-ray.md. Ray is imported
+only here, only when --ray is given (pip install 'kvreport[ray]')."""
 from __future__ import annotations
 
 import contextlib
@@ -40,7 +11,6 @@ import shutil
 import socket
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -48,24 +18,15 @@ from typing import Callable
 import duckdb
 
 from ..core.errors import UserError
-from ..core.connections import connect
-from ..core.migrations import create_schema
 from . import dollars, engine, pipeline
 from .formats import Source
-from .sqlfiles import one, run_sql, value
-from .tokenizer import load_tokenizer
+from .sqlfiles import one, run_sql
+from .ray_tasks import (SESSION_PARTS, SESSION_TABLES, TIME_PARTS, map_task, reduce_task, table_param,
+                        time_task)
 
 FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
 _TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
 _RETRY_ON = (OSError, MemoryError)  # besides a dead worker: what may go away on a second try
-# The small partial tables a reduce (or time) task writes, one Parquet file each, that the driver unions.
-_SESSION_PARTS = ("_call_stats", "_seg_window_parts", "_price_parts", "_whatif_parts", "_label_parts")
-_TIME_PARTS = ("_timeline_parts", "_ttl_parts", "_ttl_evicted")
-_SESSION_TABLES = ("token_audit", "token_bloat")  # the per-session figures, written by the reduces
-# Every table (or view) moved between the phases: the only names the sql/distributed/ files' {table} takes.
-_MOVED = frozenset(("_rejects", "_staged_stats", "_seg", "_repeat_parts", "_calls_priced", *_SESSION_TABLES,
-                    *_SESSION_PARTS, *_TIME_PARTS))
-FAULTS_ENV = "KVREPORT_RAY_FAULTS"  # tests: a folder of marker files that make a task's worker die (see _fault)
 
 
 class RayAuditError(UserError):
@@ -151,147 +112,6 @@ def import_ray():
     except ImportError:
         raise RayAuditError("--ray needs Ray: pip install 'kvreport[ray]'") from None
     return ray
-
-
-# --- the tasks (run in Ray workers; plain functions, so tests can call them too) -----------------------------
-
-def _fault(phase: str, index: int) -> None:
-    """Tests of retries: with KVREPORT_RAY_FAULTS=DIR, a file DIR/crash-once-PHASE-INDEX makes this task's worker
-    die once (the file is removed first), DIR/crash-PHASE-INDEX on every attempt. os._exit: the worker process
-    ends as if killed, with no exception for Ray to report."""
-    folder = os.environ.get(FAULTS_ENV)
-    if not folder:
-        return
-    once = Path(folder) / f"crash-once-{phase}-{index}"
-    try:
-        once.unlink()
-        os._exit(1)
-    except FileNotFoundError:
-        pass
-    if (Path(folder) / f"crash-{phase}-{index}").exists():
-        os._exit(1)
-
-
-def _connect(opts: engine.AuditOptions, tmpdir: str):
-    con = connect()
-    create_schema(con)  # the audit tables, which the per-session figures are written into
-    engine.setup(con, tmpdir, opts)
-    return con
-
-
-def _table(name: str) -> dict[str, str]:
-    """The {table} placeholder of a sql/distributed/ file: only a table this module moves between phases."""
-    if name not in _MOVED:
-        raise ValueError(f"{name} is not a table the Ray audit moves between its phases")
-    return dict(table=name)
-
-
-def _copy(con, name: str, folder: Path, scratch: Path, columns: str | None = None) -> None:
-    """Table (or view) `name` to folder/NAME.parquet (inside `scratch`): `columns`, or all of them with HUGEINT
-    sums as BIGINT (distributed/copy_columns.sql)."""
-    columns = columns or value(con, "distributed/copy_columns", table=name)
-    if columns is None:
-        raise LookupError(f"the Ray audit's task has no table {name} to write")
-    run_sql(con, "distributed/write_table", dict(_table(name), columns=columns),
-            paths=dict(file=folder / f"{name}.parquet"), scratch=scratch)
-
-
-def _attempt_dir(final: Path) -> Path:
-    """A fresh folder for one attempt of a task; `_publish` renames it to `final` once it is complete, so a
-    retry never reads (or leaves) half of a dead attempt's files."""
-    out = final.with_name(f"{final.name}.{uuid.uuid4().hex[:8]}.tmp")
-    out.mkdir(parents=True)
-    return out
-
-
-def _publish(attempt: Path, final: Path) -> None:
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(attempt, final)
-
-
-def _in_folder(cwd: str) -> None:
-    """Relative log and tokenizer paths mean what they meant to the command (and are stored as given)."""
-    if os.getcwd() != cwd:
-        os.chdir(cwd)
-
-
-def map_task(index: int, sources: list[Source], out: str, opts: engine.AuditOptions, partitions: int,
-             cwd: str) -> dict:
-    """Read `sources` (a contiguous run of the audit's files) into _staged, as the single-process audit does;
-    write their calls, partitioned by hash(session_id), and their rejects to Parquet under `out`."""
-    _fault("map", index)
-    _in_folder(cwd)
-    started = time.perf_counter()
-    final = Path(out)
-    attempt = _attempt_dir(final)
-    with tempfile.TemporaryDirectory(prefix="kvreport-map-") as tmpdir:
-        con = _connect(opts, tmpdir)
-        try:
-            stats = engine.read_logs(con, sources, tmpdir, opts)
-            keys = dollars.key_spans(con)
-            t_log_end = engine.log_end(con)
-            run_sql(con, "distributed/partition")
-            run_sql(con, "distributed/calls_by_partition", paths=dict(calls=attempt / "calls"), scratch=final.parent,
-                    map_idx=int(index), partitions=int(partitions))
-            for name in ("_rejects", "_staged_stats"):
-                _copy(con, name, attempt, final.parent)
-            held = run_sql(con, "distributed/partition_sources", partitions=int(partitions)).fetchall()
-        finally:
-            con.close()
-    _publish(attempt, final)
-    return dict(index=index, stats=stats, keys=keys, t_log_end=t_log_end, duckdb=duckdb.__version__,
-                parts={p: sorted(srcs) for p, srcs in held}, seconds=time.perf_counter() - started)
-
-
-def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOptions, fig: engine.Figures,
-                tokenizer: str | None, cwd: str) -> dict:
-    """One partition of the sessions: engine.session_figures on its calls; the per-session tables, the calls
-    with their costs, the segments and the *_parts tables to Parquet under `out`."""
-    _fault("reduce", index)
-    _in_folder(cwd)
-    started = time.perf_counter()
-    final = Path(out)
-    attempt = _attempt_dir(final)
-    if tokenizer:
-        fig = replace(fig, tokenizer=load_tokenizer(tokenizer))
-    with tempfile.TemporaryDirectory(prefix="kvreport-reduce-") as tmpdir:
-        con = _connect(opts, tmpdir)
-        try:
-            run_sql(con, "distributed/load_calls", files=files)
-            engine.session_figures(con, opts, fig)
-            for name in (*_SESSION_TABLES, "_seg", *_SESSION_PARTS):
-                _copy(con, name, attempt, final.parent)
-            if value(con, "distributed/has_table", table="_repeat_parts"):
-                _copy(con, "_repeat_parts", attempt, final.parent)
-            # the stored columns of the calls and of their labels (the schema's), as persist reads them
-            columns = ", ".join(dict.fromkeys(engine.own_columns(con, "token_call_rows")
-                                              + engine.own_columns(con, "token_call_labels")))
-            _copy(con, "_calls_priced", attempt, final.parent, columns)
-            calls = value(con, "distributed/calls_counted")
-        finally:
-            con.close()
-    _publish(attempt, final)
-    return dict(index=index, calls=int(calls), seconds=time.perf_counter() - started)
-
-
-def time_task(index: int, folder: str, opts: engine.AuditOptions, window: dict) -> dict:
-    """One partition's sums for the leakage timeline and the TTL sweep, on the whole audit's time span."""
-    _fault("time", index)
-    started = time.perf_counter()
-    final = Path(folder) / "time"
-    attempt = _attempt_dir(final)
-    with tempfile.TemporaryDirectory(prefix="kvreport-time-") as tmpdir:
-        con = connect()
-        try:
-            engine.setup(con, tmpdir, opts, pipeline.SETTINGS)
-            run_sql(con, "distributed/time_inputs", seg=str(Path(folder) / "_seg.parquet"), **window)
-            engine.time_parts(con, opts)
-            for name in _TIME_PARTS:
-                _copy(con, name, attempt, final.parent)
-        finally:
-            con.close()
-    _publish(attempt, final)
-    return dict(index=index, seconds=time.perf_counter() - started)
 
 
 # --- the driver ------------------------------------------------------------------------------------------------
@@ -442,17 +262,17 @@ class Cluster:
                              counts["content_calls"], tokenizer, price_rows=dollars.price_table(keys, opts.price_book),
                              n_price_keys=len(keys), t_log_end=max(ends) if ends else None)
         folders = self._reduce(run, maps, opts, replace(fig, tokenizer=None), tokenizer_path)
-        for name in _SESSION_PARTS:
+        for name in SESSION_PARTS:
             self._load(con, name, folders)
         run_sql(con, "metrics/seg_window")
         self._time(run, folders, opts, one(con, "distributed/time_window"))
 
         phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
         engine.begin_results(con)
-        for name in _TIME_PARTS:
+        for name in TIME_PARTS:
             self._load(con, name, [f / "time" for f in folders])
-        for name in _SESSION_TABLES:
-            run_sql(con, "distributed/insert_table", _table(name), files=_parquet(folders, name))
+        for name in SESSION_TABLES:
+            run_sql(con, "distributed/insert_table", table_param(name), files=_parquet(folders, name))
         with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
         if with_repeats:
             self._load(con, "_repeat_parts", with_repeats)
@@ -470,7 +290,7 @@ class Cluster:
     @staticmethod
     def _load(con, name: str, folders: list[Path]) -> None:
         """Scratch table `name`, the union of every task's NAME.parquet in `folders`."""
-        run_sql(con, "distributed/load_table", _table(name), files=_parquet(folders, name))
+        run_sql(con, "distributed/load_table", table_param(name), files=_parquet(folders, name))
 
     def _map(self, run: _Run, opts: engine.AuditOptions) -> dict[int, dict]:
         started = time.perf_counter()
