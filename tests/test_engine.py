@@ -158,3 +158,13 @@ def test_models_page_shows_the_default_profile_capacity_and_refusals():
     assert row["h200_1"] == cell["requests"] > 0
     refused = {(r["model"], r["tp"]) for r in ctx.engine_refusals_table.rows}
     assert ("qwen2.5-0.5b", 8) in refused and all("divisible" in r["reason"] for r in ctx.engine_refusals_table.rows)
+
+
+def test_a_layer_letter_the_release_does_not_build_is_a_refusal():
+    # Nemotron-3-Nano's pattern has MoE layers (E); 0.10.2's nemotron_h.py builds only M, - and *
+    nano = engine.resolve("nemotron-3-nano-30b-a3b")
+    (reason,) = engine.refusals(load(nano[0]), nano[1], OLD, 1)
+    assert "no E layer of hybrid_override_pattern" in reason
+    assert not engine.refusals(load(nano[0]), nano[1], MID, 1)
+    h56 = engine.resolve("nemotron-h-56b")
+    assert not engine.refusals(load(h56[0]), h56[1], OLD, 1)

@@ -82,7 +82,13 @@ def refusals(facts: ModelFacts, raw: dict | None, profile: VllmProfile, tp: int)
     missing = [a for a in archs if a in profile.added_architectures]
     if missing:
         out.append(f"vLLM {profile.release} has no {', '.join(missing)} (model_executor/models/registry.py)")
-    heads = _int(text_config(raw), "num_attention_heads")
+    text = text_config(raw)
+    for model_type, key, letters, source in profile.layer_patterns:
+        pattern = text.get(key)
+        if text.get("model_type") == model_type and isinstance(pattern, str) and set(pattern) - set(letters):
+            out.append(f"vLLM {profile.release} builds no {''.join(sorted(set(pattern) - set(letters)))} layer "
+                       f"of {key} ({source})")
+    heads = _int(text, "num_attention_heads")
     if heads and heads % tp:
         out.append(f"TP {tp}: total number of attention heads ({heads}) must be divisible by tensor parallel size "
                    f"({tp}) (config/model.py verify_with_parallel_config)")

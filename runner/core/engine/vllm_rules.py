@@ -44,6 +44,9 @@ class VllmProfile:
     defaults_source: str       # max_num_seqs / max_num_batched_tokens by GPU memory
     skip_source: str
     added_architectures: frozenset = field(default_factory=frozenset)  # not in this release's registry
+    # (model_type, config field, the layer letters this release's model class builds, its source): a config
+    # whose pattern holds another letter fails to load (the class indexes its layer table by letter)
+    layer_patterns: tuple[tuple[str, str, str, str], ...] = ()
     not_modelled: tuple[str, ...] = ()
 
     @property
@@ -95,6 +98,8 @@ PROFILES: dict[str, VllmProfile] = {p.release: p for p in (
         defaults_source="engine/arg_utils.py EngineArgs._set_default_args_v1 (70 GiB rule)",
         skip_source=_SKIP,
         added_architectures=_NEW_AFTER_0_10,
+        layer_patterns=(("nemotron_h", "hybrid_override_pattern", "M-*", "model_executor/models/nemotron_h.py "
+                         "ALL_DECODER_LAYER_TYPES: M, -, * (the MoE layer E came later)"),),
     ),
     VllmProfile(
         release="0.20.0",
