@@ -5,7 +5,8 @@
 
 The source DB's runs (real measurements) are copied under fresh run ids and uids until OUT holds --runs runs:
 every copy gets its `runs` and `experiments` rows; the newest --measured copies also get every measurement row
-of their source run (each table keyed by run_id; audits and their tables are kept once). --configs spreads the
+of their source run (each table keyed by run_id), and the audits made inside it with their rows, renamed
+`run-<new id>-...` as `kvreport run` names them (standalone audits and replays are kept once). --configs spreads the
 copies over that many model names (`<model>~<k>`), so pages that keep the newest run per configuration see
 that many. Rows are inserted by DuckDB in one statement per table; nothing is held in Python.
 """
@@ -22,7 +23,7 @@ from kvreport.runner.core.untrusted import quoted
 
 ROOT = Path(__file__).resolve().parents[1]
 
-KEEP_ONCE = ("runs", "experiments", "audits", "kvreport_meta")
+KEEP_ONCE = ("runs", "experiments", "kvreport_meta")
 
 
 def copy_sql(table: str, cols: list[str], base_max: int, copies: str, configs: int) -> str:
@@ -31,6 +32,9 @@ def copy_sql(table: str, cols: list[str], base_max: int, copies: str, configs: i
     for c in cols:
         if c == "run_id":
             exprs.append(f"t.run_id + g.k * {base_max}")
+        elif c == "audit_id":  # an audit inside a run is named after it: run-<run_id>-<what>
+            exprs.append(f"'run-' || (t.run_id + g.k * {base_max}) || '-' || "
+                         "regexp_extract(t.audit_id, '^run-[0-9]+-(.+)$', 1)")
         elif c == "run_uid":
             exprs.append("md5(t.run_uid || '-' || g.k::VARCHAR)")
         elif c == "model" and table == "runs" and configs > 1:
@@ -39,7 +43,8 @@ def copy_sql(table: str, cols: list[str], base_max: int, copies: str, configs: i
             exprs.append(f"t.{quoted(c)}")
     names = ", ".join(quoted(c) for c in cols)
     return (f"INSERT INTO {quoted(table)} ({names}) SELECT {', '.join(exprs)} "
-            f"FROM {quoted(table)} t, {copies} WHERE t.run_id <= {base_max}")
+            f"FROM {quoted(table)} t, {copies} WHERE t.run_id <= {base_max}"
+            + (" AND regexp_matches(t.audit_id, '^run-[0-9]+-.+$')" if "audit_id" in cols else ""))
 
 
 def main(argv=None) -> int:
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"{args.src}: run ids must be 1..{n_base}")
         reps = -(-args.runs // n_base)  # copies including the original (k = 0)
         cols = table_columns(con)
-        keyed = sorted(t for t, cs in cols.items() if "run_id" in cs and "audit_id" not in cs and t not in KEEP_ONCE)
+        keyed = sorted(t for t, cs in cols.items() if "run_id" in cs and t not in KEEP_ONCE)
         con.execute("BEGIN TRANSACTION")
         for t in ("runs", "experiments"):
             con.execute(copy_sql(t, cols[t], base_max, f"range(1, {reps}) g(k)", args.configs))
