@@ -190,6 +190,33 @@ def test_merge_renames_a_colliding_standalone_audit(tmp_path):
             ("audit-1", "2026-01-01 00:00:00", "x.jsonl"), ("audit-2", "2026-02-01 00:00:00", "x.jsonl")]
 
 
+def test_merge_gives_clashing_ids_the_next_free_numbers_in_creation_order(tmp_path):
+    """Ids are settled in SQL for any number of audits and replays: a free id is kept, and the clashing ones
+    get audit-N / replay-N, the lowest free numbers, oldest first."""
+    def db(path, audits, replays):
+        with Store(path) as s:
+            for audit_id, created in audits:
+                s.con.execute("INSERT INTO audits (audit_id, run_id, created_at, sources) VALUES (?, NULL, ?, 'x')",
+                              [audit_id, created])
+            for replay_id, created in replays:
+                s.con.execute("INSERT INTO replays (replay_id, created_at, sources) VALUES (?, ?, 'x')",
+                              [replay_id, created])
+
+    a, b, out = tmp_path / "a.duckdb", tmp_path / "b.duckdb", tmp_path / "out.duckdb"
+    db(a, [("audit-1", "2026-01-01"), ("x", "2026-01-01")], [("replay-1", "2026-01-01")])
+    db(b, [("x", "2026-03-01"), ("audit-1", "2026-02-01"), ("audit-3", "2025-12-01"), ("y", "2026-04-01")],
+       [("replay-1", "2026-02-01"), ("r", "2026-03-01")])
+    merge([a, b], out)
+    with Store(out, read_only=True) as s:
+        audits = s.query("SELECT audit_id, created_at::DATE::VARCHAR AS d FROM audits ORDER BY audit_id")
+        replays = s.query("SELECT replay_id, created_at::DATE::VARCHAR AS d FROM replays ORDER BY replay_id")
+    assert [(r["audit_id"], r["d"]) for r in audits] == [
+        ("audit-1", "2026-01-01"), ("audit-2", "2026-02-01"), ("audit-3", "2025-12-01"), ("audit-4", "2026-03-01"),
+        ("x", "2026-01-01"), ("y", "2026-04-01")]
+    assert [(r["replay_id"], r["d"]) for r in replays] == [
+        ("r", "2026-03-01"), ("replay-1", "2026-01-01"), ("replay-2", "2026-02-01")]
+
+
 def test_merge_refuses_a_bad_input_before_writing(tmp_path):
     good, bad, out = tmp_path / "good.duckdb", tmp_path / "bad.duckdb", tmp_path / "out.duckdb"
     _add_run(good)

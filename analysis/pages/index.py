@@ -169,7 +169,9 @@ def context(q, site) -> OverviewPage:
     csv = site.csv_files.get
     return OverviewPage(
         runs=runs, run_columns=run_columns,
-        runs_table=Table("runs-environment", runs, run_columns, caption="Every run in the DB", csv=csv("runs")),
+        runs_table=Table("runs-environment", runs, run_columns, csv=csv("runs"),
+                         caption="Every run in the DB" if len(runs) == site.n_runs else
+                         f"{len(runs):,} of the {site.n_runs:,} runs in the DB: every one is in the CSV"),
         skips_table=None if not skips else Table("runs-skipped", skips, [
             ("experiment", "experiment", "code"), ("status", "status", "text"), ("reason", "reason", "text"),
             ("runs", "runs", "text")],

@@ -8,6 +8,8 @@ from kvreport.runner.core.errors import shown
 from kvreport.runner.core.store import is_damage, Store
 
 from ..queries import QUERY_DIR, Queries
+from ..runs import restrict
+from ..runs import shown as shown_runs
 from .discover import in_order, page_modules
 from .export import ShownCsvs, copy_assets, downloads_in, export_tables
 from .links import check_links
@@ -38,23 +40,37 @@ def _build(db: Path, out: Path, mods, queries) -> list[str]:
         file_schema = store.schema_version()
     with current_db(db) as path:
         with Store(path, read_only=True) as store:
-            run_ids = [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY run_id")]
+            n_runs = store.query("SELECT count(*) AS n FROM runs")[0]["n"]
             tables = store.data_tables()
             schema = store.schema_version()
-        if not run_ids:
+        if not n_runs:
             raise BuildError(f"{db}: the DB holds no runs yet; run `kvreport run --db {db}` first")
         with staging(out) as tmp:
-            site = SiteInfo(pages=[], run_ids=run_ids, tables=tables, csv_files=export_tables(db, path, tmp),
-                            file_schema=file_schema, schema=schema)
+            csv_files = export_tables(db, path, tmp)  # every row of every table, whatever the pages show
             copy_assets(tmp)
             con = connect(path, read_only=True, sealed=True)
             try:
+                # The pages read the shown runs only (analysis/runs.py), so a DB of any size builds in bounded
+                # memory; the note on every page says what is left out.
+                what = shown_runs(con)
+                restrict(con, what)
+                site = SiteInfo(pages=[], run_ids=what.run_ids, tables=tables, csv_files=csv_files,
+                                file_schema=file_schema, schema=schema, n_runs=what.n_runs,
+                                not_shown=not_shown_note(what))
                 written = _render_all(con, tmp, site, mods, queries)
             finally:
                 con.close()
             check_links(tmp, written)
             swap_in(tmp, out)
     return written
+
+
+def not_shown_note(what) -> str | None:
+    """The line every page opens with when the pages leave runs out, saying where every row is."""
+    summary = what.summary()
+    return None if summary is None else (
+        f"Shown on these pages: {summary}. Every row of every run is in data/kvreport.duckdb and in each "
+        "table's CSV and Parquet file (see the Data page).")
 
 
 def _render_all(con, tmp: Path, site: SiteInfo, mods, queries) -> list[str]:

@@ -69,6 +69,12 @@ class SiteInfo:
     file_schema: int | None = None     # schema version of the DB file as published (data/kvreport.duckdb)
     schema: int | None = None          # the schema the pages read (an older file is read through a migrated copy)
     pending: dict[str, str] = field(default_factory=dict)  # slug -> why the page has no data here ("GPU pending")
+    n_runs: int | None = None          # runs the DB holds; run_ids are those the pages show (analysis/runs.py)
+    not_shown: str | None = None       # the line saying which runs the pages leave out and where they are
+
+    def __post_init__(self):
+        if self.n_runs is None:
+            self.n_runs = len(self.run_ids)
 
     def run(self, run_id) -> dict | None:
         return next((r for r in self.runs if r["run_id"] == run_id), None)

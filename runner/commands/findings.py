@@ -10,34 +10,40 @@ import typer
 from kvreport.analysis import claims, regressions
 from kvreport.analysis.headlines import headlines
 from kvreport.analysis.queries import Queries
+from kvreport.analysis.runs import Shown, restrict, shown
 from kvreport.analysis.site import page_modules
 
 from ..core.errors import UserError
-from ..core.errors import shown, StoreError
-from ..core.store import current_schema_copy, is_damage, Store
+from ..core.errors import StoreError
+from ..core.errors import shown as shown_path
+from ..core.store import Store, current_schema_copy, is_damage
 
 
-def findings_of(db: Path) -> tuple[list[dict], list[int]]:
-    """Every headline row (the overview's reader, analysis/headlines.py), sorted by run, then the ledger's and
-    the comparison's answers (no run); and the run ids the DB holds."""
+def findings_of(db: Path, run_id: int | None = None) -> tuple[list[dict], Shown]:
+    """Every headline row (the overview's reader, analysis/headlines.py) of the runs the site would show
+    (analysis/runs.py: the newest, the newest of each configuration) and of run `run_id`, sorted by run, then
+    the ledger's and the comparison's answers over them (no run); and which runs those are."""
     # An older DB is read through a migrated copy, so every query finds today's tables.
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
-        q = Queries(store.con)
         try:
+            # Only the shown runs are read (a DB may hold a million): TEMP views narrow every table to them.
+            what = shown(store.con, [] if run_id is None else [run_id])
+            restrict(store.con, what)
+            q = Queries(store.con)
             runs = q("run_configs")  # run ids and configurations only: claims and regressions read no more
-            run_ids = [r["run_id"] for r in runs]
-            rows = headlines(q, run_ids, {m.PAGE.slug: m.PAGE.order for m in page_modules()})
-            ledger = claims.current(claims.ledger(q, run_ids), runs)
-            metrics = regressions.metrics(q, run_ids)
+            rows = headlines(q, what.run_ids, {m.PAGE.slug: m.PAGE.order for m in page_modules()})
+            ledger = claims.current(claims.ledger(q, what.run_ids), runs)
+            metrics = regressions.metrics(q, what.run_ids)
         except Exception as exc:  # noqa: BLE001 - a damaged block shows only when a query reads it
             cause = exc.__cause__ or exc.__context__ or exc
             if not (is_damage(cause) or "corrupt database file" in str(exc).lower()):
                 raise
-            raise StoreError(f"{shown(db)}: the DB file is damaged ({str(exc).strip().splitlines()[0]})") from None
+            raise StoreError(f"{shown_path(db)}: the DB file is damaged ({str(exc).strip().splitlines()[0]})") \
+                from None
     found, n_compared = regressions.changes(metrics, runs)
     overall = [a for a in (claims.answer(ledger),
                            regressions.answer(found, n_compared, runs, len({m["run_id"] for m in metrics}))) if a]
-    return sorted(rows, key=lambda r: r["run_id"] or 0) + overall, run_ids
+    return sorted(rows, key=lambda r: r["run_id"] or 0) + overall, what
 
 
 def findings(
@@ -46,8 +52,8 @@ def findings(
 ):
     """Print the headline findings (one sentence and one number each) per run, then the claims ledger's and
     the comparison's."""
-    all_rows, run_ids = findings_of(db)
-    if run_id is not None and run_id not in run_ids:
+    all_rows, what = findings_of(db, run_id)
+    if run_id is not None and run_id not in what.run_ids:
         raise UserError(f"{db}: has no run {run_id} (see `kvreport findings --db {db}` for the runs it holds)")
     rows = [r for r in all_rows if run_id is None or r["run_id"] == run_id]
     if not rows:
@@ -62,6 +68,9 @@ def findings(
         where = f"run {r['run_id']}" if r["run_id"] is not None else \
             ("audit" if (r.get("page") or "").startswith("audit") else "all runs")
         typer.echo(f"{where}  {number:>12} {r['unit'] or '':<10} {r['finding']}{demo}")
+    if run_id is None and what.summary():
+        typer.echo(f"(findings of {what.summary()}; `--run ID` prints any one run's, `kvreport export` writes "
+                   "every row)")
 
 
 def register(app: typer.Typer) -> None:

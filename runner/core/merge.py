@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +24,6 @@ from .migrations import table_columns
 from .scratch import new_db_file
 from .store import current_schema_copy, Store
 from .untrusted import quoted
-
-_DEMO_AUDIT = re.compile(r"^run-(\d+)-(.+)$")  # audits inside a run are named after its run_id
 
 
 @dataclass
@@ -97,14 +94,8 @@ def _copy(con, source: Path) -> MergeReport:
     n_src = con.execute("SELECT count(*) FROM src.main.runs").fetchone()[0]
     n_added = con.execute("SELECT count(*) FROM _run_map").fetchone()[0]
 
-    audit_map, audits_present = _audit_map(con)
-    con.execute("CREATE OR REPLACE TEMP TABLE _audit_map (old VARCHAR, new VARCHAR)")
-    if audit_map:
-        con.executemany("INSERT INTO _audit_map VALUES (?, ?)", [list(pair) for pair in audit_map.items()])
-    replay_map = _replay_map(con)
-    con.execute("CREATE OR REPLACE TEMP TABLE _replay_map (old VARCHAR, new VARCHAR)")
-    if replay_map:
-        con.executemany("INSERT INTO _replay_map VALUES (?, ?)", [list(pair) for pair in replay_map.items()])
+    audits_added, audits_present = _audit_map(con)
+    _replay_map(con)
 
     for table, cols in sorted(columns.items()):
         if table == "kvreport_meta":
@@ -125,55 +116,58 @@ def _copy(con, source: Path) -> MergeReport:
         else:
             raise UserError(f"{source}: table {table} has neither run_id nor audit_id; kvreport merge does "
                             "not know which rows belong to which run")
-    return MergeReport(source, n_added, n_src - n_added, len(audit_map), audits_present)
+    return MergeReport(source, n_added, n_src - n_added, audits_added, audits_present)
 
 
-def _replay_map(con) -> dict[str, str]:
-    """old replay_id -> its id in the output for every replay this input brings (`kvreport replay`, no run):
-    one the output holds (same id, creation time and sources) is not copied again; a taken id gets the
-    next free replay-N."""
-    taken = {r for (r,) in con.execute("SELECT replay_id FROM main.replays").fetchall()}
-    same = set(con.execute("SELECT replay_id, created_at, sources FROM main.replays").fetchall())
-    mapping = {}
-    for replay_id, created_at, sources in con.execute(
-            "SELECT replay_id, created_at, sources FROM src.main.replays ORDER BY created_at NULLS FIRST, replay_id"
-    ).fetchall():
-        if (replay_id, created_at, sources) in same:
-            continue
-        new, n = replay_id, 0
-        while new in taken:
-            n += 1
-            new = f"replay-{n}"
-        taken.add(new)
-        mapping[replay_id] = new
-    return mapping
+def _replay_map(con) -> None:
+    """_replay_map (old, new): every replay this input brings (`kvreport replay`, no run). One the output holds
+    (same id, creation time and sources) is not copied again; a taken id gets the next free replay-N."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _replay_cand AS "
+                "SELECT s.replay_id AS old, s.replay_id AS cand, "
+                "  row_number() OVER (ORDER BY s.created_at NULLS FIRST, s.replay_id) AS ord "
+                "FROM src.main.replays s WHERE NOT EXISTS (SELECT 1 FROM main.replays o "
+                "  WHERE o.replay_id = s.replay_id AND o.created_at IS NOT DISTINCT FROM s.created_at "
+                "  AND o.sources IS NOT DISTINCT FROM s.sources)")
+    _settle(con, "replay", "replays", "replay_id")
 
 
-def _audit_map(con) -> tuple[dict[str, str], int]:
-    """old audit_id -> the id it gets in the output, for every audit this input brings."""
-    taken = {a for (a,) in con.execute("SELECT audit_id FROM main.audits").fetchall()}
-    same = {(a, c, s) for a, c, s in con.execute("SELECT audit_id, created_at, sources FROM main.audits").fetchall()}
-    mapping, present = {}, 0
-    rows = con.execute("SELECT a.audit_id, a.run_id, a.created_at, a.sources, m.new FROM src.main.audits a "
-                       "LEFT JOIN _run_map m ON m.old = a.run_id "
-                       "ORDER BY a.created_at NULLS FIRST, a.audit_id").fetchall()
-    for audit_id, run_id, created_at, sources, new_run in rows:
-        if run_id is not None:
-            if new_run is None:
-                present += 1  # its run is already in the output, and the audit with it
-                continue
-            m = _DEMO_AUDIT.match(audit_id)
-            new = f"run-{new_run}-{m.group(2)}" if m and int(m.group(1)) == run_id else audit_id
-        else:
-            if (audit_id, created_at, sources) in same:
-                present += 1
-                continue
-            new = audit_id
-        if new in taken:
-            n = 1
-            while f"audit-{n}" in taken:
-                n += 1
-            new = f"audit-{n}"
-        taken.add(new)
-        mapping[audit_id] = new
-    return mapping, present
+def _audit_map(con) -> tuple[int, int]:
+    """_audit_map (old, new): the id each audit this input brings gets in the output. An audit inside a run
+    follows its run (none when the run is already there), renamed run-<new run id>-... when named after its
+    run; a standalone one the output holds (same id, creation time and sources) is not copied again. A taken
+    id gets the next free audit-N. Returns (audits added, audits already present)."""
+    con.execute(r"""CREATE OR REPLACE TEMP TABLE _audit_cand AS
+        SELECT a.audit_id AS old,
+               CASE WHEN a.run_id IS NOT NULL
+                         AND TRY_CAST(regexp_extract(a.audit_id, '^run-([0-9]+)-.+$', 1) AS HUGEINT) = a.run_id
+                    THEN 'run-' || m.new || '-' || regexp_extract(a.audit_id, '^run-[0-9]+-(.+)$', 1)
+                    ELSE a.audit_id END AS cand,
+               row_number() OVER (ORDER BY a.created_at NULLS FIRST, a.audit_id) AS ord
+        FROM src.main.audits a LEFT JOIN _run_map m ON m.old = a.run_id
+        WHERE CASE WHEN a.run_id IS NOT NULL THEN m.new IS NOT NULL
+                   ELSE NOT EXISTS (SELECT 1 FROM main.audits o WHERE o.audit_id = a.audit_id
+                                    AND o.created_at IS NOT DISTINCT FROM a.created_at
+                                    AND o.sources IS NOT DISTINCT FROM a.sources) END""")
+    _settle(con, "audit", "audits", "audit_id")
+    n_src = con.execute("SELECT count(*) FROM src.main.audits").fetchone()[0]
+    n_added = con.execute("SELECT count(*) FROM _audit_map").fetchone()[0]
+    return n_added, n_src - n_added
+
+
+def _settle(con, kind: str, table: str, key: str) -> None:
+    """_<kind>_map (old, new) from _<kind>_cand (old, cand, ord): a candidate id free in the output and first
+    of its name among the input's (by `ord`) is kept; each other one gets the next free `<kind>-N`, in `ord`
+    order. Set-based: two statements however many ids there are. `kind`, `table` and `key` are this module's
+    own names."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _{kind}_map AS SELECT old, cand AS new FROM "
+                f"(SELECT *, row_number() OVER (PARTITION BY cand ORDER BY ord) AS k FROM _{kind}_cand) c "
+                f"WHERE k = 1 AND NOT EXISTS (SELECT 1 FROM main.{table} o WHERE o.{key} = c.cand)")
+    # The numbers 1..(ids taken + ids to place + 1) hold a free one for every id to place.
+    con.execute(f"""INSERT INTO _{kind}_map
+        WITH taken AS (SELECT {key} AS id FROM main.{table} UNION ALL SELECT new FROM _{kind}_map),
+        todo AS (SELECT old, row_number() OVER (ORDER BY ord) AS i FROM _{kind}_cand
+                 WHERE old NOT IN (SELECT old FROM _{kind}_map)),
+        free AS (SELECT '{kind}-' || n AS id, row_number() OVER (ORDER BY n) AS i
+                 FROM range(1, (SELECT count(*) FROM taken) + (SELECT count(*) FROM todo) + 2) r(n)
+                 WHERE '{kind}-' || n NOT IN (SELECT id FROM taken))
+        SELECT todo.old, free.id FROM todo JOIN free USING (i)""")
