@@ -201,3 +201,54 @@ def test_the_check_catches_what_it_is_for(page, problem):
 ])
 def test_the_check_passes_what_reads_right(page):
     assert text_problems(page) == []
+
+
+# The two source documents: the overview says once what they are; every other mention uses one plain name.
+SOURCE_NAMES = ("token-audit article", "profiler write-up")
+ARTICLE_TITLE = "Profiling Token Allocation"
+# Names a reader cannot place: "the seed", "the article" alone, "the earlier profiler", "the profiler seed".
+UNPLACED = re.compile(r"(?i)\bseeds?\b(?<!random seed)(?<!fixed seed)(?<!same seed)|(?<!token-audit )\barticle\b|"
+                      r"\bearlier profiler\b|\bprofiler(?! write-up)\b(?!,? run with)")
+
+
+def naming_problems(folder: Path) -> list[str]:
+    bad = []
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    intro = re.search(r'(?s)<p id="sources">(.*?)</p>', index)
+    if not intro:
+        return ["index.html: no paragraph saying what the source documents are (#sources)"]
+    if not all(name in intro.group(1).lower() for name in SOURCE_NAMES) or 'href="claims.html"' not in intro.group(1):
+        bad.append("index.html #sources: must name both documents and link the claims page")
+    for page in sorted(folder.rglob("*.html")):
+        segments = visible_segments(page.read_text(encoding="utf-8"))
+        titled = sum(ARTICLE_TITLE in s for s in segments)
+        if titled and page.name != "index.html":
+            bad.append(f"{page.name}: the article's title again (the overview says it once)")
+        for seg in segments:
+            # The overview's own description of the write-up ("a GPU KV-cache profiler, run with ...") and the
+            # article's code ("a small Python profiler") are what the names stand for.
+            plain = re.sub(r"(?:GPU KV-cache|small Python) profiler", "", seg)
+            for m in UNPLACED.finditer(plain):
+                bad.append(f"{page.name}: {m.group(0)!r} in: {seg[:140]}")
+    return bad
+
+
+def test_published_site_names_its_sources_plainly():
+    assert naming_problems(PUBLISHED) == []
+
+
+def test_fixture_site_names_its_sources_plainly(built_site):
+    assert naming_problems(built_site) == []
+
+
+def test_the_naming_check_catches_what_it_is_for(tmp_path):
+    (tmp_path / "index.html").write_text(
+        '<p id="sources">The token-audit article (Profiling Token Allocation) and the profiler write-up: '
+        '<a href="claims.html">Claims</a>.</p>')
+    (tmp_path / "a.html").write_text("<p>as the seed said; the article's 55%; claims of the earlier profiler; "
+                                     "random seed 3; the token-audit article's 55%</p>")
+    (tmp_path / "b.html").write_text("<p>Profiling Token Allocation</p>")
+    found = naming_problems(tmp_path)
+    assert len(found) == 4 and sum(f.startswith("a.html") for f in found) == 3, found
+    (tmp_path / "index.html").write_text('<p id="sources">The token-audit article only.</p>')
+    assert "must name both documents" in naming_problems(tmp_path)[0]

@@ -167,7 +167,7 @@ def test_overview_says_where_the_evidence_stands(built_site, fixture_db):
     first_screen = text[text.index("<main"):text.index('id="findings"')]
     assert "Every run here is a CPU run." in first_screen and "GPU figures are pending" in first_screen
     assert "no run yet" in first_screen and f"{runs[0][2]} logical CPUs" in first_screen
-    assert re.search(r"verdicts on \d+ seed claims</a></dt><dd>\d+</dd>", first_screen)  # N shown above it
+    assert re.search(r"verdicts on \d+ claims</a></dt><dd>\d+</dd>", first_screen)  # N shown above it
     doc = Doc(text)
     for run_id, cpu, cpu_count, command in runs:  # a machine card per run, with the command to reproduce it
         assert doc.find("article", id=f"run-{run_id}"), run_id

@@ -1,5 +1,5 @@
 """Token audit: PCER, SPOR, the KV each session holds and leaks, what TTL eviction would give back, prompt
-bloat, and the prefix-reuse experiment that measures the article's claims on the model itself.
+bloat, and the prefix-reuse experiment that measures the token-audit article's claims on the model itself.
 
 Every string from a log (session ids, instruction text, prompt snippets) is untrusted: the templates
 autoescape it and charts entity-escape it (analysis/charts.py)."""
@@ -82,7 +82,7 @@ def _detail(q, a: dict, site) -> dict:
         "What TTL eviction would buy",
         "Times more concurrent work of this traffic's shape the same memory holds when each session's KV is "
         "dropped this long after its last activity (or at its disconnect), against never evicting; the "
-        "dashed line is the article's 2x.", "evict after", "x capacity", hlines=[(2.0, "article: 2x")],
+        "dashed line is the token-audit article's 2x.", "evict after", "x capacity", hlines=[(2.0, "token-audit article: 2x")],
         rows=ttl, columns=["ttl", "capacity_multiplier", "freed_share", "mean_held_bytes", "peak_held_bytes",
                            "recompute_tokens", "active_sessions_fit", "extra_sessions"])
     if a["content_calls"] and bloat and bloat[0]["achievable_pcer"] is not None:

@@ -1,5 +1,5 @@
 """Crossover: the context length at which the KV cache outweighs the model's weights, per architecture and
-batch size (formula for every built-in architecture, measured for each run's model), and the seed's claims."""
+batch size (formula for every built-in architecture, measured for each run's model), and the profiler write-up's claims."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -166,5 +166,5 @@ def context(q, site) -> CrossoverPage:
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
         claims=claims_table(for_query(q, site.runs, "claim_crossover"),  # the ledger's rows: one rule, one label
-                            "Crossover claims of the earlier profiler", "crossover-claims"),
+                            "Crossover claims of the profiler write-up", "crossover-claims"),
     )
