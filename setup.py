@@ -18,7 +18,8 @@ def checkout_commit() -> str | None:
     """HEAD of the git checkout this file sits at the top of (`<sha>+dirty` with local changes to tracked
     files); None without git or when the folder is not its own checkout (an sdist unpacked in another repo)."""
     def git(*args) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True, timeout=10)
+        return subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True, timeout=10,
+                              check=False)
     try:
         top = git("rev-parse", "--show-toplevel")
         if top.returncode != 0 or Path(top.stdout.strip()).resolve() != HERE:
