@@ -14,8 +14,9 @@ CLAIM_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "
 LEDGER_COLUMNS = ["claim_id", "source", "claim", "seed_value", "seed_hardware", "basis", "claim_on_gpu", "run_id",
                   "device_kind", "measured_value", "verdict", "data_verdict", "reasoning"]
 BASES = ("arithmetic", "measurement")
-SOURCES = {"profiler seed": "The earlier KV-cache profiler (RTX 2070)",
-           "token article": "The token-allocation article"}
+# The two source documents by their keys in the claim queries, as a heading names them; the overview says once
+# what each is (templates/index.html, #sources).
+SOURCES = {"profiler seed": "The profiler write-up", "token article": "The token-audit article"}
 _SQL_TYPES = {"run_id": "INTEGER", "claim_on_gpu": "BOOLEAN", "ord": "INTEGER"}
 
 
@@ -81,5 +82,5 @@ def answer(shown: list[dict]) -> dict | None:
     parts = ", ".join(f"{n} {v}" for v, n in counts)
     return {"run_id": None, "value": dict(counts).get(Verdict.CONFIRMED, 0),
             "unit": f"of {len(shown)} verdicts {Verdict.CONFIRMED}",
-            "finding": f"On {len({r['claim_id'] for r in shown})} quantitative claims of the seed documents, "
-                       f"for the latest run of each configuration: {parts}."}
+            "finding": f"On {len({r['claim_id'] for r in shown})} quantitative claims of the token-audit article and "
+                       f"the profiler write-up, for the latest run of each configuration: {parts}."}

@@ -230,24 +230,38 @@ def test_xss_payloads_never_execute(browser, payload_site):
 
 # --- answer-first tables and unit ticks (issue 27) -------------------------------------------------------
 OPEN_DETAILS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
-# Tables (inside their scrolling wrapper) wider than the wrapper: [table id, pixels hidden].
-TABLE_OVERFLOW_JS = """() => Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.offsetParent !== null)
-  .map(w => [(w.querySelector('table') || {}).id || '(chart data)', w.scrollWidth - w.clientWidth])
-  .filter(x => x[1] > 1)"""
-# Each table scrolled to its right end: its first column's cell must still be fully in view (sticky).
-FIRST_COLUMN_JS = """() => { const bad = [];
-  document.querySelectorAll('.table-wrap').forEach(w => {
-    if (w.offsetParent === null) { return; }
+# Tables (inside their scrolling wrapper) wider than the wrapper: [table name, pixels hidden]. A table is named
+# by its id, else its class and the start of its caption, so the message says which table it is.
+TABLE_NAME_JS = """(t) => t.id || [t.className, ((t.caption || {}).textContent || '(chart data)').trim().slice(0, 40)]
+  .filter(Boolean).join(': ')"""
+TABLE_OVERFLOW_JS = f"""() => {{ const name = {TABLE_NAME_JS};
+  return Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.offsetParent !== null)
+  .map(w => [w.querySelector('table') ? name(w.querySelector('table')) : '(no table)', w.scrollWidth - w.clientWidth])
+  .filter(x => x[1] > 1); }}"""
+# Each table scrolled to its right end: the cell in its first column must still be fully in view (sticky), in
+# every body row. A cell spanning rows (the claims ledger's claim) stands for the rows it spans.
+FIRST_COLUMN_JS = f"""() => {{ const bad = [], name = {TABLE_NAME_JS};
+  document.querySelectorAll('.table-wrap').forEach(w => {{
+    if (w.offsetParent === null) {{ return; }}
     const t = w.querySelector('table');
-    if (!t || !t.rows.length) { return; }
+    if (!t || !t.rows.length) {{ return; }}
     w.scrollLeft = w.scrollWidth;
+    const wr = w.getBoundingClientRect();
     const rows = t.tBodies.length && t.tBodies[0].rows.length ? t.tBodies[0].rows : t.rows;
-    const cell = rows[0].cells[0], r = cell.getBoundingClientRect(), wr = w.getBoundingClientRect();
-    if (r.width === 0 || r.left < Math.max(wr.left, 0) - 1 || r.right > Math.min(wr.right, innerWidth) + 1) {
-      bad.push([t.id || '(chart data)', Math.round(r.left), Math.round(r.right), Math.round(wr.right)]);
-    }
-  });
-  return bad; }"""
+    let spanned = 0;
+    for (const row of rows) {{
+      if (spanned > 0) {{ spanned -= 1; continue; }}
+      const cell = row.cells[0];
+      if (!cell) {{ continue; }}
+      spanned = cell.rowSpan - 1;
+      const r = cell.getBoundingClientRect();
+      if (r.width === 0 || r.left < Math.max(wr.left, 0) - 1 || r.right > Math.min(wr.right, innerWidth) + 1) {{
+        bad.push([name(t), row.rowIndex, Math.round(r.left), Math.round(r.right), Math.round(wr.right)]);
+        return;
+      }}
+    }}
+  }});
+  return bad; }}"""
 TICKS_JS = """() => Array.from(document.querySelectorAll('.plot .xtick text, .plot .ytick text'))
   .map(e => e.textContent)"""
 
@@ -267,41 +281,55 @@ def test_significant_digits_counts_what_a_reader_reads():
     assert significant_digits("16,384") == 5
 
 
-def test_no_table_scrolls_sideways_at_1280(browser, built_site):
+# The published site (site/, built from site/data/kvreport.duckdb and committed) carries tables the fixture
+# site lacks: a replay's trace path in the claims ledger, measured rows that fill every crossover column. Its
+# layout is checked as well as the fixture's.
+COMMITTED_SITE = Path(__file__).resolve().parent.parent / "site"
+
+
+@pytest.fixture(params=["fixture", "committed"])
+def any_site(request) -> Path:
+    if request.param == "fixture":
+        return request.getfixturevalue("built_site")
+    assert (COMMITTED_SITE / "index.html").is_file(), f"{COMMITTED_SITE} holds no built site"
+    return COMMITTED_SITE
+
+
+def test_no_table_scrolls_sideways_at_1280(browser, any_site):
     ctx = browser.new_context(viewport=DESKTOP)
     page = ctx.new_page()
     problems = _watch(page)
     wide = {}
     n_tables = 0
-    for name in _pages(built_site):
-        page.goto((built_site / name).as_uri(), wait_until="load")
+    for name in _pages(any_site):
+        page.goto((any_site / name).as_uri(), wait_until="load")
         page.evaluate(OPEN_DETAILS_JS)  # folded detail tables count too
         n_tables += page.evaluate("() => document.querySelectorAll('.table-wrap table').length")
         over = page.evaluate(TABLE_OVERFLOW_JS)
         if over:
             wide[name] = over
-    assert wide == {}, f"tables wider than a 1280 px window (id, px hidden): {wide}"
-    assert n_tables > 20, "too few tables in the fixture site: nothing was tested"
+    assert wide == {}, f"tables wider than a 1280 px window (table, px hidden): {wide}"
+    assert n_tables > 20, f"too few tables in {any_site}: nothing was tested"
     assert problems == []
     ctx.close()
 
 
-def test_first_column_stays_in_view_at_390(browser, built_site):
+def test_first_column_stays_in_view_at_390(browser, any_site):
     ctx = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = ctx.new_page()
     problems = _watch(page)
     hidden = {}
     scrolled = 0
-    for name in _pages(built_site):
-        page.goto((built_site / name).as_uri(), wait_until="load")
+    for name in _pages(any_site):
+        page.goto((any_site / name).as_uri(), wait_until="load")
         page.evaluate(OPEN_DETAILS_JS)
         scrolled += page.evaluate("""() => Array.from(document.querySelectorAll('.table-wrap'))
             .filter(w => w.offsetParent !== null && w.scrollWidth > w.clientWidth + 1).length""")
         bad = page.evaluate(FIRST_COLUMN_JS)
         if bad:
             hidden[name] = bad
-    assert hidden == {}, f"first columns out of view once the table scrolls (id, left, right, wrapper right): {hidden}"
-    assert scrolled > 0, "no table scrolls at 390 px in the fixture site: the sticky column was never tested"
+    assert hidden == {}, f"first columns out of view once the table scrolls (table, row, left, right, wrapper right): {hidden}"
+    assert scrolled > 0, f"no table scrolls at 390 px in {any_site}: the sticky column was never tested"
     assert problems == []
     ctx.close()
 

@@ -274,12 +274,12 @@ CASES = [
          [Run(cpu("hybrid-model", "bfloat16"), HYBRID)],
          {"memory-formula": [(1, "refuted")], "memory-all-lengths": [(1, "expected")]},
          {("memory-formula", 1): "2,048 B/token growth measured (+ 1 MiB of fixed state per request); "
-                                 "seed formula gives 65,536"}),
+                                 "the profiler write-up's formula gives 65,536"}),
     Case("claim_memory", "multi-head latent attention: the per-head formula does not describe a latent cache",
          [Run(cpu("mla-model", "bfloat16"), MLA)],
          {"memory-formula": [(1, "refuted")], "memory-all-lengths": [(1, "confirmed")]},
-         {("memory-formula", 1): "2,304 B/token measured: one latent of 576 values per layer; the seed formula "
-                                 "counts K and V per head"}),
+         {("memory-formula", 1): "2,304 B/token measured: one latent of 576 values per layer; the profiler "
+                                 "write-up's formula counts K and V per head"}),
     Case("claim_memory", "attention-head count not recorded anywhere: the formula not measured",
          [Run(cpu("tiny-gpt2"), memory_rows(2 * 2 * 4 * 16 * 4, heads=(None, 4), layers=2, head_dim=16))],
          {"memory-formula": [(1, "not measured")]}),
@@ -449,7 +449,7 @@ CASES = [
     Case("claim_interference", "no runs: the seed's arithmetic inconsistent, compact-alone not measured", [Run(cpu())],
          {"interference-both-faster": [(None, "inconsistent")], "interference-compact-alone": [(None, "not measured")]},
          {("interference-both-faster", None):  # 1.289 ms x 51.2 GB/s and 0.903 ms x 73.2 GB/s
-          "seed bytes: 1289 us x 51.2 GB/s = 66.0 MB; 903 us x 73.2 GB/s = 66.1 MB"}),
+          "the profiler write-up's bytes: 1289 us x 51.2 GB/s = 66.0 MB; 903 us x 73.2 GB/s = 66.1 MB"}),
     Case("claim_interference", "GPU: both slower than compaction alone refutes the speed-up; another GPU differs",
          [Run(cuda(), {"interference": interference(1.0, 0.5, 1.2)})],
          {"interference-both-faster": [(None, "inconsistent"), (1, "refuted")],

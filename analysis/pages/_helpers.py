@@ -4,7 +4,7 @@ from __future__ import annotations
 from kvreport.analysis.site import Table
 
 # A topic page's claims table (templates/_table.html claims_table): the ledger's columns a reader scans.
-CLAIM_TABLE_COLUMNS = [("claim", "claim", "text"), ("verdict", "verdict", "verdict"), ("seed_value", "seed", "text"),
+CLAIM_TABLE_COLUMNS = [("claim", "claim", "text"), ("verdict", "verdict", "verdict"), ("seed_value", "claimed", "text"),
                        ("measured_value", "measured", "text"), ("run_id", "run", "int"),
                        ("device_kind", "device", "text"), ("reasoning", "why", "text")]
 

@@ -1,5 +1,5 @@
 """Token audit: PCER, SPOR, the KV each session holds and leaks, what TTL eviction would give back, prompt
-bloat, and the prefix-reuse experiment that measures the article's claims on the model itself.
+bloat, and the prefix-reuse experiment that measures the token-audit article's claims on the model itself.
 
 Every string from a log (session ids, instruction text, prompt snippets) is untrusted: the templates
 autoescape it and charts entity-escape it (analysis/charts.py)."""
@@ -82,7 +82,7 @@ def _detail(q, a: dict, site) -> dict:
         "What TTL eviction would buy",
         "Times more concurrent work of this traffic's shape the same memory holds when each session's KV is "
         "dropped this long after its last activity (or at its disconnect), against never evicting; the "
-        "dashed line is the article's 2x.", "evict after", "x capacity", hlines=[(2.0, "article: 2x")],
+        "dashed line is the token-audit article's 2x.", "evict after", "x capacity", hlines=[(2.0, "token-audit article: 2x")],
         rows=ttl, columns=["ttl", "capacity_multiplier", "freed_share", "mean_held_bytes", "peak_held_bytes",
                            "recompute_tokens", "active_sessions_fit", "extra_sessions"])
     if a["content_calls"] and bloat and bloat[0]["achievable_pcer"] is not None:
@@ -197,7 +197,10 @@ def _price_snapshots(audits: list[dict]) -> list[dict]:
 
 def _prefix(q, site) -> dict:
     rows = q("audit_prefix_reuse")
-    totals = q("audit_prefix_totals")
+    # A reused prefix can time slower than recomputing (noise at small prompts): the time is shown as a signed
+    # change against recomputing, never as a negative "saving".
+    totals = [dict(r, time_vs_recompute=None if r["time_saved"] is None else -r["time_saved"])
+              for r in q("audit_prefix_totals")]
     evict = q("audit_evict")
     chart = None
     if rows:
@@ -222,7 +225,7 @@ def _prefix(q, site) -> dict:
                 ("mode", "mode", "text"), ("prompt_tokens", "prompt tokens", "int"),
                 ("cached_tokens", "cached", "int"), ("computed_tokens", "computed", "int"),
                 ("computed_saved", "computation saved", "pct"), ("time_ms", "prefill", "ms"),
-                ("time_saved", "time saved", "pct"), ("logits_match", "logits match", "bool")],
+                ("time_vs_recompute", "prefill time vs recomputing", "signed_pct"), ("logits_match", "logits match", "bool")],
                 caption="Per run and mode, summed over the turns timed"),
             "prefix_rows_table": None if chart is None else Table("audit-prefix-rows", rows, [
                 ("run_id", "run", "int"), ("turn", "turn", "int"), ("mode", "mode", "text"),

@@ -1,4 +1,4 @@
-"""Claims ledger: every quantitative claim of the seed documents, with what each run measured and a
+"""Claims ledger: every quantitative claim of the two source documents, with what each run measured and a
 verdict derived in SQL from the data. Unions every analysis/queries/claim_*.sql (the shared contract)."""
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def context(q, site) -> ClaimsPage:
             c["rows"] = [{**m, "run": ", ".join(f"run {i}" for i in m["run_ids"]) or None,
                           "run_label": "; ".join(site.run_label(i) for i in m["run_ids"]) or None}
                          for m in merged.values()]
-        groups.append({"source": source, "title": SOURCES.get(source, source), "claims": list(claims.values()),
+        title = SOURCES.get(source, source)
+        groups.append({"source": source, "title": title, "name": title[:1].lower() + title[1:], "claims": list(claims.values()),
                        "id": "source-" + "-".join(source.lower().split())})
 
     csv = Download("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,

@@ -147,7 +147,7 @@ def _measured_tables(rows, ratios, regimes, roof_curve, site) -> dict:
             ("best_pct_of_roof", "best % of roof", "pct"),
             ("naive_catches_up_bytes", "naive within 10% of batched from", "bytes"),
             ("batched_half_roof_bytes", "batched ≥ 50% of roof from", "bytes")],
-            caption="Small and large workloads (the seed's split, by live KV bytes) and where the regimes cross",
+            caption="Small and large workloads (the profiler write-up's split, by live KV bytes) and where the regimes cross",
             answer="large_over_small"),
         rows_table=Table("compaction-all", rows, [
             ("gbs", "GB/s", "gbs"), ("run_id", "run", "int"), ("method", "method", "text"),

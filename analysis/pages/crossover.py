@@ -1,5 +1,5 @@
 """Crossover: the context length at which the KV cache outweighs the model's weights, per architecture and
-batch size (formula for every built-in architecture, measured for each run's model), and the seed's claims."""
+batch size (formula for every built-in architecture, measured for each run's model), and the profiler write-up's claims."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -110,6 +110,17 @@ class CrossoverPage:
     rows_table: Table | None
 
 
+def batch1_display(rows: list[dict]) -> list[dict]:
+    """The one-request rows with two pairs of columns said in one cell each, so the table fits a desktop window:
+    where the row comes from ("run 3" measured it; "formula" rows all come from the run the caption names) and the
+    KV heads of the attention heads ("2 of 14")."""
+    def heads(r):
+        return f"{r['n_kv_heads']} of {r['n_heads']}" if r["n_heads"] and r["n_kv_heads"] else None
+
+    return [dict(r, source_run=f"run {r['run_id']}" if r["source"] == "measured" else r["source"],
+                 kv_heads_of_heads=heads(r)) for r in rows]
+
+
 def context(q, site) -> CrossoverPage:
     rows = q("crossover_all")
     batch1 = q("crossover_batch1")
@@ -122,11 +133,11 @@ def context(q, site) -> CrossoverPage:
     agreement = q("crossover_measured_vs_formula")
     csv = site.csv_files.get
     return CrossoverPage(
-        batch1_table=None if not shown else Table("crossover-batch1", table_b1, [
+        batch1_table=None if not shown else Table("crossover-batch1", batch1_display(table_b1), [
             ("model", "model", "text"), ("crossover_tokens", "crossover, 1 request", "num"),
-            ("source", "source", "text"), ("run_id", "run", "int"), ("dtype", "dtype", "text"),
+            ("source_run", "source", "text"), ("dtype", "dtype", "text"),
             ("weight_bytes", "weights", "bytes"), ("kv_bytes_per_token", "KV B/token", "int"),
-            ("n_heads", "heads", "int"), ("n_kv_heads", "KV heads", "int"), ("sliding_window", "window", "int"),
+            ("kv_heads_of_heads", "KV heads of heads", "text"), ("sliding_window", "window", "int"),
             ("max_positions", "context limit", "int"), ("exceeds_max_positions", "beyond context", "bool"),
             ("crossover_b64", "per request at batch 64", "num"),
             ("first_batch_reaching", "first batch that reaches it", "int"),
@@ -155,5 +166,5 @@ def context(q, site) -> CrossoverPage:
         skips=[s for s in statuses if s["status"] != "ok"],
         cpu_runs=sorted({s["run_id"] for s in statuses if s["status"] == "ok" and s["device_kind"] != "cuda"}),
         claims=claims_table(for_query(q, site.runs, "claim_crossover"),  # the ledger's rows: one rule, one label
-                            "Crossover claims of the earlier profiler", "crossover-claims"),
+                            "Crossover claims of the profiler write-up", "crossover-claims"),
     )

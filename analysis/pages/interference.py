@@ -1,5 +1,5 @@
 """Interference: compaction alone, a decode loop alone, and both at once, with spreads; the sanity bound
-(both may not beat the longer part alone, nor its bytes over the copy roof) and the seed's claim."""
+(both may not beat the longer part alone, nor its bytes over the copy roof) and the profiler write-up's claim."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -97,6 +97,6 @@ def context(q, site) -> InterferencePage:
         cpu_runs=sorted({s["run_id"] for s in summary if s["concurrency"] != "cuda_streams"}),
         violations=[s for s in summary if s["bound_violated"]],
         claims=claims_table(for_query(q, site.runs, "claim_interference"),  # the ledger's rows: one rule, one label
-                            "Interference claims of the earlier profiler (RTX 2070)", "interference-claims"),
+                            "Interference claims of the profiler write-up", "interference-claims"),
         gpu_pending=bool(summary) and all(s["device_kind"] != "cuda" for s in summary),
     )

@@ -1,5 +1,5 @@
 """Pressure: how many concurrent requests fit, admitted one real prefill at a time, against the memory
-ceiling; the theoretical maximum and the serving-engine capacity line; the seed's claims."""
+ceiling; the theoretical maximum and the serving-engine capacity line; the profiler write-up's claims."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -97,5 +97,5 @@ def context(q, site) -> PressurePage:
         cpu_runs=sorted({c["run_id"] for c in caps if c["device_kind"] != "cuda"}),
         oom_runs=oom_runs,
         claims=claims_table(for_query(q, site.runs, "claim_pressure"),  # the ledger's rows: one rule, one label
-                            "Concurrency claims of the earlier profiler (RTX 2070, 8 GB)", "pressure-claims"),
+                            "Concurrency claims of the profiler write-up", "pressure-claims"),
     )

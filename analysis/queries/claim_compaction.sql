@@ -38,7 +38,7 @@ claims AS (
          CASE WHEN NOT same_gpu THEN $differs_by_hardware
               WHEN abs(naive_small / 19.2 - 1) <= 0.25 THEN $confirmed ELSE $refuted END AS verdict,
          CASE WHEN batched_small >= 1.5 * naive_small
-              THEN printf('one launch instead of one per layer and tensor is %.1fx faster here: the small regime is launch-bound, as the seed said', batched_small / naive_small)
+              THEN printf('one launch instead of one per layer and tensor is %.1fx faster here: the small regime is launch-bound, as the profiler write-up said', batched_small / naive_small)
               ELSE 'batching the launches gains little at small sizes on this device: not launch-bound here' END AS reasoning
   FROM g WHERE naive_small IS NOT NULL
   UNION ALL
@@ -48,7 +48,7 @@ claims AS (
                 coalesce(printf('%.1f GB/s', batched_large), 'flagged above its roof (measurement error)'), device_name),
          CASE WHEN NOT same_gpu THEN $differs_by_hardware
               WHEN abs(naive_large / 52.5 - 1) <= 0.25 THEN $confirmed ELSE $refuted END,
-         coalesce(printf('GB/s is a property of the device; large workloads run %.1fx the small ones with the naive method here (seed: 2.7x)',
+         coalesce(printf('GB/s is a property of the device; large workloads run %.1fx the small ones with the naive method here (the profiler write-up: 2.7x)',
                          naive_large / naive_small), 'GB/s is a property of the device')
   FROM g WHERE naive_large IS NOT NULL
   UNION ALL
@@ -64,9 +64,9 @@ claims AS (
               WHEN same_gpu THEN $refuted
               ELSE $differs_by_hardware END,
          CASE WHEN coalesce(batched_best_peak, batched_best_roof) >= 0.5
-              THEN 'a single batched gather reaches over half of this device''s ceiling: 14.9% measured the seed''s kernel, not a limit of compaction'
+              THEN 'a single batched gather reaches over half of this device''s ceiling: the profiler write-up''s 14.9% measured its kernel, not a limit of compaction'
               WHEN same_gpu AND abs(batched_best_peak / 0.149 - 1) <= 0.25
-              THEN 'on the seed''s own GPU the best gather also stays near 15% of the theoretical peak'
+              THEN 'on the profiler write-up''s own GPU the best gather also stays near 15% of the theoretical peak'
               ELSE 'compaction stays well below this device''s ceiling even batched' END
   FROM g WHERE batched_best IS NOT NULL
 ),

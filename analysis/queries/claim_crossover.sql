@@ -31,7 +31,7 @@ claims AS (
                 weight_bytes / 2 ^ 20, kv_bytes_per_token::BIGINT, crossover_tokens) AS measured_value,
          CASE WHEN floor(crossover_tokens) = 6751 THEN $confirmed ELSE $refuted END AS verdict,
          CASE WHEN floor(crossover_tokens) = 6751
-              THEN format('{:,} parameters (tied embeddings once) x {} B over 2 x 12 x 12 x 64 x {} B; the seed''s 237 MB is MiB. It is past GPT-2''s {:,}-token context: one request never gets there',
+              THEN format('{:,} parameters (tied embeddings once) x {} B over 2 x 12 x 12 x 64 x {} B; the profiler write-up''s 237 MB is MiB. It is past GPT-2''s {:,}-token context: one request never gets there',
                           parameters, dtype_bytes, dtype_bytes, max_positions)
               ELSE format('{:,.1f} tokens, not 6,751', crossover_tokens) END AS reasoning
   FROM g

@@ -17,13 +17,13 @@ s AS (
 seed AS (SELECT 1.289e-3 * 51.2e9 AS compact_bytes, 0.903e-3 * 73.2e9 AS both_bytes),
 claims AS (
   SELECT 'interference-both-faster' AS claim_id, 1 AS ord, NULL::INTEGER AS run_id,
-         format('seed bytes: 1289 us x 51.2 GB/s = {:.1f} MB; 903 us x 73.2 GB/s = {:.1f} MB', compact_bytes / 1e6, both_bytes / 1e6) AS measured_value,
+         format('the profiler write-up''s bytes: 1289 us x 51.2 GB/s = {:.1f} MB; 903 us x 73.2 GB/s = {:.1f} MB', compact_bytes / 1e6, both_bytes / 1e6) AS measured_value,
          -- The seed's own figures disagree with its claim: "both" adds a decode's traffic yet carries the
          -- bytes of compaction alone (to the percent), and finishes sooner than compaction alone.
          CASE WHEN abs(both_bytes / compact_bytes - 1) < 0.01 AND 903 < 1289 THEN $inconsistent ELSE $not_measured END AS verdict,
          CASE WHEN abs(both_bytes / compact_bytes - 1) < 0.01
               THEN format('"both" carries {:.1f}% of compaction alone''s bytes, so the decode''s own traffic is missing from it, and it finished in {:.0f}% of compaction''s time alone, {:.0f}% under the sanity bound (work sharing one memory system cannot beat its longer part): most likely a timed region that did not cover both streams', 100 * both_bytes / compact_bytes, 100 * 903 / 1289, 100 * (1 - 903 / 1289))
-              ELSE 'the seed''s figures carry different bytes' END AS reasoning
+              ELSE 'the profiler write-up''s figures carry different bytes' END AS reasoning
   FROM seed
   UNION ALL
   SELECT 'interference-both-faster', 1, run_id,

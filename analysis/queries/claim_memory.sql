@@ -48,9 +48,9 @@ claims AS (
   -- on every layer: a latent cache (MLA) or layers with a fixed state (hybrids) are not of that form.
   SELECT 'memory-formula' AS claim_id, 1 AS ord, run_id,
          CASE WHEN mla
-                THEN format('{:,} B/token measured: one latent of {:,} values per layer; the seed formula counts K and V per head',
+                THEN format('{:,} B/token measured: one latent of {:,} values per layer; the profiler write-up''s formula counts K and V per head',
                             measured_bpt::BIGINT, (measured_bpt / (n_layers * dtype_bytes))::BIGINT)
-              ELSE format('{:,} B/token {}; seed formula gives {}', measured_bpt::BIGINT,
+              ELSE format('{:,} B/token {}; the profiler write-up''s formula gives {}', measured_bpt::BIGINT,
                           CASE WHEN has_state THEN format('growth measured (+ {} of fixed state per request)', bytes3(constant_bytes))
                                ELSE 'measured' END,
                           CASE WHEN n_heads IS NULL THEN 'n/a (head count not recorded)'
@@ -71,7 +71,7 @@ claims AS (
               WHEN n_heads = n_kv_heads AND measured_bpt = 2 * n_layers * n_heads * head_dim * dtype_bytes
                 THEN format('{}: every attention head has its own K/V (n_heads = n_kv_heads = {}), so the formula holds exactly', model, n_heads)
               WHEN n_heads <> n_kv_heads
-                THEN format('{} uses grouped-query attention: the cache holds {} KV heads, not {} attention heads, so the seed formula over-counts {}x; use n_kv_heads', model, n_kv_heads, n_heads, round(n_heads / n_kv_heads, 2))
+                THEN format('{} uses grouped-query attention: the cache holds {} KV heads, not {} attention heads, so the profiler write-up''s formula over-counts {}x; use n_kv_heads', model, n_kv_heads, n_heads, round(n_heads / n_kv_heads, 2))
               ELSE format('measured {:,} B/token differs from the formula for {}', measured_bpt::BIGINT, model) END AS reasoning
   FROM per_run
   UNION ALL
@@ -91,7 +91,7 @@ claims AS (
          CASE WHEN measured_bpt * 2 / dtype_bytes <> 36 * 1024
                 THEN format('measured {:,} B/token at {} bytes per element, not 36 KiB at 2', measured_bpt::BIGINT, dtype_bytes)
               WHEN dtype_bytes = 2 THEN 'the cache tensors of GPT-2 at 2 bytes per element hold exactly 36,864 B per token'
-              ELSE format('the cache tensors of GPT-2 at {} ({} bytes per element) hold exactly {:,} B per token: 36,864 B at the seed''s 2 bytes per element', dtype, dtype_bytes, measured_bpt::BIGINT) END
+              ELSE format('the cache tensors of GPT-2 at {} ({} bytes per element) hold exactly {:,} B per token: 36,864 B at the profiler write-up''s 2 bytes per element', dtype, dtype_bytes, measured_bpt::BIGINT) END
   FROM gpt2
   UNION ALL
   SELECT 'memory-gpt2-measured', 3, NULL, NULL, $not_measured, 'no run of the gpt2 architecture in this DB'

@@ -41,7 +41,7 @@ claims AS (
               WHEN ceiling_max_requests >= 49 THEN $expected
               ELSE $differs_by_hardware END,
          CASE WHEN stop_reason = 'oom' AND max_requests_measured < 49 THEN 'this device ran out of memory before 49 requests'
-              WHEN max_requests_measured >= 49 THEN format('49 requests fit here without an OOM, as they must: they are {:.0f}% of the memory ceiling; the "+" is where the seed''s loop stopped, not a limit', 100 * 49 * bytes_per_request / ceiling_bytes)
+              WHEN max_requests_measured >= 49 THEN format('49 requests fit here without an OOM, as they must: they are {:.0f}% of the memory ceiling; the "+" is where the profiler write-up''s loop stopped, not a limit', 100 * 49 * bytes_per_request / ceiling_bytes)
               WHEN device_kind <> 'cuda' THEN format('CPU run: its {:.2f} GiB ceiling is a safety limit, not a device''s memory, and it stopped at its {} after {} requests', ceiling_bytes / 2 ^ 30, CASE stop_reason WHEN 'cap' THEN 'request cap' WHEN 'time' THEN 'time budget' ELSE stop_reason END, max_requests_measured)
               WHEN ceiling_max_requests >= 49 THEN format('this run stopped at its {} after {}; by its measured request size 49 requests are {:.0f}% of the ceiling', CASE stop_reason WHEN 'cap' THEN 'request cap' WHEN 'time' THEN 'time budget' ELSE stop_reason END, max_requests_measured, 100 * 49 * bytes_per_request / ceiling_bytes)
               ELSE 'the ceiling on this device holds fewer than 49 such requests' END
@@ -60,7 +60,7 @@ claims AS (
          -- Its own numbers, not a measurement, disagree: inconsistent, with the size of the gap.
          CASE WHEN 414 IN (max_gib, max_gb) THEN $confirmed ELSE $inconsistent END,
          CASE WHEN 414 IN (max_gib, max_gb) THEN '414 follows from 7.5 GB / 18 MiB'
-              ELSE format('the seed''s own figures disagree: 414 does not follow from its 7.5 GB in either unit ({:+.1f}% / {:+.1f}%); it implies {:,.0f} MiB free. 828 {} 2 x 414 (256-token requests are half the size)',
+              ELSE format('the profiler write-up''s own figures disagree: 414 does not follow from its 7.5 GB in either unit ({:+.1f}% / {:+.1f}%); it implies {:,.0f} MiB free. 828 {} 2 x 414 (256-token requests are half the size)',
                           100 * (414 / max_gib - 1), 100 * (414 / max_gb - 1), free_for_414 / 2 ^ 20,
                           CASE WHEN 828 = 2 * 414 THEN '=' ELSE '<>' END) END
   FROM seed_math

@@ -120,7 +120,7 @@ claims AS (
                 kv_max_bytes / 1e6, coalesce(kv_flagged, 'none')),
          CASE WHEN kv_same THEN $confirmed ELSE $refuted END,
          CASE WHEN kv_same THEN 'the same sessions cross the guardrail at this model''s 16-bit bytes per token'
-              ELSE format('priced at the deployment dtype (16-bit), {:,} B/token crosses a 15 MB guardrail at {:,} tokens, not the article''s 10,000: which sessions it flags follows from the 1,500 B/token constant, so set the threshold per model', bpt16::BIGINT, (kv_max_bytes / bpt16)::BIGINT) END
+              ELSE format('priced at the deployment dtype (16-bit), {:,} B/token crosses a 15 MB guardrail at {:,} tokens, not the token-audit article''s 10,000: which sessions it flags follows from the 1,500 B/token constant, so set the threshold per model', bpt16::BIGINT, (kv_max_bytes / bpt16)::BIGINT) END
   FROM demo_runs WHERE NOT is_toy
   UNION ALL
   SELECT 'token-kv-guardrail', 6, NULL, NULL, $not_measured, 'no demo audit of a real architecture in this DB (run `kvreport run`; the tiny test models do not count)'
@@ -163,7 +163,7 @@ claims AS (
          CASE WHEN is_demo THEN $not_measured WHEN stable_saving >= 0.55 THEN $confirmed ELSE $refuted END,
          CASE WHEN is_demo
               THEN 'synthetic demo traffic (a simulated provider''s cache): it shows the method, not a real bill; audit real logs with message content and --tokenizer for an answer'
-              WHEN stable_saving >= 0.55 THEN 'on this traffic a stable prompt prefix, served from the provider''s cache, cuts the priced bill by at least the article''s 55%'
+              WHEN stable_saving >= 0.55 THEN 'on this traffic a stable prompt prefix, served from the provider''s cache, cuts the priced bill by at least the token-audit article''s 55%'
               ELSE 'the saving is capped by the input share of the bill and the cache-read discount (and cache writes cost extra on Anthropic): this traffic saves less than 55%' END
   FROM bill
   UNION ALL
@@ -226,7 +226,7 @@ claims AS (
 ),
 text AS (
   SELECT * FROM (VALUES
-    ('token-kv-constant', 'KV cache per token is 0.0015 MB (the profiler''s "custom configuration")', '0.0015 MB/token = 1,500 B'),
+    ('token-kv-constant', 'KV cache per token is 0.0015 MB (its code''s "custom configuration")', '0.0015 MB/token = 1,500 B'),
     ('token-ratios-sess-001', 'sess-001 (2,000 system + 150 user tokens, 2,000 cached): PCER and SPOR', 'PCER 93.02%, SPOR 93.02%'),
     ('token-ratios-sess-002', 'sess-002 (4,000 system + 50 user tokens, none cached): PCER and SPOR', 'PCER 0.00%, SPOR 98.77%'),
     ('token-ratios-sess-003', 'sess-003 (1,500 system + 12,000 user tokens, 8,000 cached): PCER and SPOR', 'PCER 59.26%, SPOR 11.11%'),

@@ -47,11 +47,24 @@ def installed_commit(read_direct_url=None) -> str | None:
     return str(commit) if commit else None
 
 
+def built_commit() -> str | None:
+    """The commit the installed package was built from: setup.py's build step writes it into
+    kvreport/runner/_build_commit.py (a plain `pip install .` from a git checkout); None where that module is
+    absent (running from the checkout) or says None (built without git)."""
+    try:
+        from .. import _build_commit  # generated at build time, never in the checkout
+    except ImportError:
+        return None
+    commit = getattr(_build_commit, "COMMIT", None)
+    return str(commit) if commit else None
+
+
 def kvreport_commit() -> str | None:
     """The git commit of the kvreport checkout running now (`<sha>+dirty` with local changes), else the
-    commit an install from a git URL recorded (installed_commit); None otherwise. It is what "the exact code
-    that measured this" means on a machine card."""
-    return _checkout_commit() or installed_commit()
+    commit the installed package was built from (built_commit), else the commit an install from a git URL
+    recorded (installed_commit); None otherwise. It is what "the exact code that measured this" means on a
+    machine card."""
+    return _checkout_commit() or built_commit() or installed_commit()
 
 
 def _checkout_commit() -> str | None:
