@@ -107,7 +107,7 @@ def test_openai_rejects_name_line_and_reason(tmp_path):
 
 
 def test_sessions_csv_rejects_and_the_articles_numbers(tmp_path):
-    s, con = audit(tmp_path, FIX / "sessions.csv")
+    s, con = audit(tmp_path, FIX / "sessions.csv", model="gpt2", kv_max_mb=15.0)
     r = rejects(con)
     assert r == {5: "system_tokens is negative (-1)", 6: "user_tokens is not an integer (got 2.5)",
                  7: "cached_input_tokens (21) > system_tokens + user_tokens (20)", 8: "assistant_tokens missing",
@@ -118,7 +118,7 @@ def test_sessions_csv_rejects_and_the_articles_numbers(tmp_path):
     # Priced at GPT-2's 36,864 B/token (formula, 16-bit), not the article's 1,500 B: all three cross 15 MB.
     assert s["kv_bytes_per_token"] == 36864 and s["kv_bytes_source"] == "formula"
     assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * 36864
-    assert s["n_kv_warnings"] == 3
+    assert s["n_kv_warnings"] == 3 and s["kv_max_bytes"] == 15_000_000 and "--kv-max-mb" in s["kv_max_basis"]
 
 
 def test_sessions_parquet(tmp_path):
@@ -202,7 +202,7 @@ def test_leakage_index_and_ttl_sweep_known_answer(tmp_path):
     """A, B: 1,000 tokens from t=0; A's last activity at 100 s, B's at 1,000 s (the log's end); C: 2,000
     tokens, last activity 200 s, disconnects at 250 s. Idle timeout 300 s:
     idle = A 600 s x 1k + C 750 s x 2k = 2,100 k-token-s of 4,000 held: leakage 0.525."""
-    s, con = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=300)
+    s, con = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=300, model="gpt2")
     assert s["leakage_index"] == pytest.approx(0.525)
     bpt = s["kv_bytes_per_token"]
     assert session(con, "A")["idle_kv_byte_seconds"] == pytest.approx(600 * 1000 * bpt)
