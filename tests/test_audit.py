@@ -373,3 +373,28 @@ def test_a_model_with_constant_state_adds_it_to_every_session(tmp_path):
     per_token = 2 * 2 * 8 * 2         # layer 1 attention: K and V x 2 heads x 8 dims x 2 bytes
     assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * per_token + state
     assert s["kv_bytes_per_token"] == per_token and "constant state" in s["kv_bytes_detail"]
+
+
+def test_guardrails_report_the_distribution_beside_the_count(tmp_path):
+    """sessions.csv's three good sessions hold 2,450, 4,150 and 14,000 tokens of context (x 36,864 B/token for
+    gpt2 at 16 bits: 90.3, 153.0, 516.1 MB) with SPOR 2000/2150, 4000/4050 and 1500/13500."""
+    said: list[str] = []
+    s = execute([FIX / "sessions.csv"], db=tmp_path / "a.duckdb", model="gpt2", gpu="H200", echo=said.append)
+    # The default KV limit: 1/1024 of the H200's 141 GB (vLLM's default batch on a GPU of >= 70 GiB that is not
+    # an A100), 137.7 MB: two sessions over it, not all three as under the article's 15 MB.
+    assert s["kv_max_bytes"] == pytest.approx(141e9 / 1024, abs=1) and "1/1024" in s["kv_max_basis"]
+    assert s["n_kv_warnings"] == 2 and s["n_sessions"] == 3
+    # p50 and p90 are sessions' own figures (quantile_disc), stored beside the counts
+    assert (s["session_kv_p50_bytes"], s["session_kv_p90_bytes"], s["session_kv_max_bytes"]) == (
+        4150 * 36864, 14000 * 36864, 14000 * 36864)
+    assert (s["session_spor_p50"], s["session_spor_p90"], s["session_spor_max"]) == (
+        pytest.approx(2000 / 2150), pytest.approx(4000 / 4050), pytest.approx(4000 / 4050))
+    kv_line = next(line for line in said if "guardrails: KV" in line)
+    assert "2 of 3 session(s)" in kv_line and "p50 153.0 MB, p90 516.1 MB, max 516.1 MB" in kv_line
+    spor_line = next(line for line in said if "guardrails: SPOR" in line)
+    assert "2 of 3 session(s)" in spor_line and "p50 93.0%, p90 98.8%, max 98.8%" in spor_line
+    # an A100 batches 256 by default, whatever its memory; a GPU named by its size alone, too
+    for gpu, share in (("A100 80GB", 80e9 / 256), ("48GB", 48e9 / 256)):
+        s = execute([FIX / "sessions.csv"], db=tmp_path / f"{gpu}.duckdb", model="gpt2", gpu=gpu,
+                    echo=lambda *_: None)
+        assert s["kv_max_bytes"] == pytest.approx(share, abs=1) and "1/256" in s["kv_max_basis"]

@@ -187,7 +187,8 @@ def _params(opts: AuditOptions, fig: Figures, **more) -> dict:
     return dict(**fig.ids, **fig.curve, tokenizer=fig.tokenizer, has_tokens=fig.tokenizer is not None,
                 content_calls=fig.content_calls,
                 idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end, spor_max=opts.spor_max,
-                kv_max_bytes=opts.kv_max_bytes, kv_max_basis=opts.kv_limit_basis, spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
+                kv_max_bytes=opts.kv_max_bytes, kv_max_basis=opts.kv_limit_basis,
+                spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
                 min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows, buckets=opts.buckets,
                 ttls=[float(t) for t in opts.ttls_s], price_book=opts.price_book, price_rows=fig.price_rows,
                 n_price_keys=fig.n_price_keys, gpu_hour_price=opts.gpu_hour_price, **more)

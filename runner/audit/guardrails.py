@@ -1,9 +1,9 @@
 """The per-session guardrails: what the KV limit is set against, and the lines that report both limits.
 
 A fixed KV limit flags every session of real traffic once a real model prices it (the token-audit article's
-15 MB is a few hundred tokens of a small model at 16 bits), so by default the limit is relative to the GPU the audit is set
-against (--gpu): a session over 1/max_num_seqs of its memory is one the GPU, given over wholly to KV, could
-not hold a full default vLLM batch of. The count is reported beside the per-session distribution (p50, p90,
+15 MB is a few hundred tokens of a small model at 16 bits), so by default the limit is relative to the GPU the
+audit is set against (--gpu): a session over 1/max_num_seqs of its memory is one the GPU, given over wholly to
+KV, could not hold a full default vLLM batch of. The count is reported beside the per-session distribution (p50, p90,
 max of KV and SPOR), which the audits row stores, so a limit that trips everywhere still says something.
 """
 from __future__ import annotations
@@ -58,9 +58,9 @@ def lines(s: dict) -> list[str]:
     """The guardrail lines of the command's output, from the audits row `s`: each limit's count out of the
     sessions, with the per-session distribution beside it."""
     n = s["n_sessions"]
-    out = [f"  guardrails: SPOR > {s['spor_max']:g}: {s['n_spor_warnings']:,} of {n:,} session(s); per-session SPOR "
-           f"p50 {_pct(s['session_spor_p50'])}, p90 {_pct(s['session_spor_p90'])}, "
-           f"max {_pct(s['session_spor_max'])}"]
+    out = [(f"  guardrails: SPOR > {s['spor_max']:g}: {s['n_spor_warnings']:,} of {n:,} session(s); per-session "
+            f"SPOR p50 {_pct(s['session_spor_p50'])}, p90 {_pct(s['session_spor_p90'])}, "
+            f"max {_pct(s['session_spor_max'])}")]
     if s["n_kv_warnings"] is None:
         out.append("  guardrails: KV: not priced (no --model or --kv-bytes-per-token)")
     else:
