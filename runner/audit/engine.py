@@ -21,7 +21,7 @@ from ..core.store import rollback_quietly
 from ..core.untrusted import quoted
 from . import dollars, pipeline, prompt_bloat
 from .formats import Keys, Source, describe_sources, detect
-from .guardrails import ARTICLE_KV_MAX_MB
+from .guardrails import ARTICLE_BASIS, ARTICLE_KV_MAX_MB
 from .ingest import ingest
 from .kv_pricing import Memory, Pricing
 from .sqlfiles import one, rows, run_sql, value
@@ -78,8 +78,8 @@ class AuditOptions:
         if self.kv_max_basis:
             return self.kv_max_basis
         if self.kv_max_mb == ARTICLE_KV_MAX_MB:
-            return f"{ARTICLE_KV_MAX_MB:g} MB, the token-audit article's guardrail"
-        return f"{self.kv_max_mb:g} MB, a fixed figure"
+            return ARTICLE_BASIS
+        return "a fixed figure"
 
 
 @dataclass

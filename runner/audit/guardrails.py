@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .kv_pricing import Memory
 
 ARTICLE_KV_MAX_MB = 15.0  # the token-audit article's guardrail: the demo audit checks the article's claims with it
+ARTICLE_BASIS = "the token-audit article's guardrail"
 
 # vLLM's default max_num_seqs (the most sequences it batches), by the GPU's total memory and name:
 # vllm-project/vllm, vllm/engine/arg_utils.py, EngineArgs._set_default_args at commit 99d7eb5d6a51:
@@ -37,9 +38,9 @@ def vllm_max_num_seqs(memory_bytes: int, gpu: str) -> int:
 def kv_limit(kv_max_mb: float | None, memory: Memory) -> KvLimit:
     """--kv-max-mb as given; else 1/max_num_seqs of the --gpu's memory (module docstring)."""
     if kv_max_mb is not None:
-        return KvLimit(kv_max_mb, f"{kv_max_mb:g} MB, given with --kv-max-mb")
+        return KvLimit(kv_max_mb, "given with --kv-max-mb")
     if memory.bytes is None or memory.gpu is None:  # no named GPU to be relative to: the article's figure, named
-        return KvLimit(ARTICLE_KV_MAX_MB, f"{ARTICLE_KV_MAX_MB:g} MB, the token-audit article's guardrail")
+        return KvLimit(ARTICLE_KV_MAX_MB, ARTICLE_BASIS)
     seqs = vllm_max_num_seqs(memory.bytes, memory.gpu)
     return KvLimit(memory.bytes / seqs / 1e6,
                    f"1/{seqs} of one {memory.gpu}'s {memory.bytes / 1e9:g} GB: all of it KV holds vLLM's default "

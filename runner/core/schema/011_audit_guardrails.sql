@@ -10,8 +10,8 @@ ALTER TABLE audits ADD COLUMN session_kv_max_bytes DOUBLE;
 ALTER TABLE audits ADD COLUMN session_spor_p50 DOUBLE;
 ALTER TABLE audits ADD COLUMN session_spor_p90 DOUBLE;
 ALTER TABLE audits ADD COLUMN session_spor_max DOUBLE;
-UPDATE audits SET kv_max_basis = CASE WHEN kv_max_bytes = 15000000 THEN '15 MB, the token-audit article''s guardrail'
-                                    ELSE format('{:g} MB, a fixed figure', kv_max_bytes / 1e6) END
+UPDATE audits SET kv_max_basis = CASE WHEN kv_max_bytes = 15000000 THEN 'the token-audit article''s guardrail'
+                                    ELSE 'a fixed figure' END
 WHERE kv_max_bytes IS NOT NULL;
 UPDATE audits SET
   session_kv_p50_bytes = d.kv_p50, session_kv_p90_bytes = d.kv_p90, session_kv_max_bytes = d.kv_max,
