@@ -18,11 +18,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..audit import remote
+from ..audit import guardrails, remote
 from ..audit.dollars import load_prices_file, prefetch
 from ..audit.engine import AuditOptions, next_audit_id, persist, run_audit
 from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
-from ..audit import guardrails
 from ..audit.kv_pricing import DEFAULT_GPU, UNPRICED_NOTICE, given, gpu_memory, kv_pricing
 from ..audit.tokenizer import load_tokenizer
 from ..core.errors import UserError
@@ -383,8 +382,9 @@ def audit(
                                                      "models).")] = None,
     gpu_hour_price: Annotated[float | None, typer.Option(help="USD per GPU-hour: turns idle KV memory (and what "
                                                               "each TTL frees) into GPU-hours and dollars.")] = None,
-    gpu: Annotated[str, typer.Option(help="The GPU idle KV and the TTL sweep are set against: its whole memory "
-                                          "(weights not subtracted). H100, H200, or any name with a size: "
+    gpu: Annotated[str, typer.Option(help="The GPU idle KV, the TTL sweep and the KV guardrail are set against: "
+                                          "its whole memory (weights not subtracted). H100, H200, or any name with a "
+                                          "size: "
                                           "'A100 40GB', '48GB'.")] = DEFAULT_GPU,
     session_key: Annotated[list[str] | None, typer.Option(
         "--session-key", help="JSON path of the session id in each record, e.g. metadata.conversation_id or "
