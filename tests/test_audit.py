@@ -107,7 +107,7 @@ def test_openai_rejects_name_line_and_reason(tmp_path):
 
 
 def test_sessions_csv_rejects_and_the_articles_numbers(tmp_path):
-    s, con = audit(tmp_path, FIX / "sessions.csv")
+    s, con = audit(tmp_path, FIX / "sessions.csv", model="gpt2", kv_max_mb=15.0)
     r = rejects(con)
     assert r == {5: "system_tokens is negative (-1)", 6: "user_tokens is not an integer (got 2.5)",
                  7: "cached_input_tokens (21) > system_tokens + user_tokens (20)", 8: "assistant_tokens missing",
@@ -118,7 +118,7 @@ def test_sessions_csv_rejects_and_the_articles_numbers(tmp_path):
     # Priced at GPT-2's 36,864 B/token (formula, 16-bit), not the article's 1,500 B: all three cross 15 MB.
     assert s["kv_bytes_per_token"] == 36864 and s["kv_bytes_source"] == "formula"
     assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * 36864
-    assert s["n_kv_warnings"] == 3
+    assert s["n_kv_warnings"] == 3 and s["kv_max_bytes"] == 15_000_000 and "--kv-max-mb" in s["kv_max_basis"]
 
 
 def test_sessions_parquet(tmp_path):
@@ -202,7 +202,7 @@ def test_leakage_index_and_ttl_sweep_known_answer(tmp_path):
     """A, B: 1,000 tokens from t=0; A's last activity at 100 s, B's at 1,000 s (the log's end); C: 2,000
     tokens, last activity 200 s, disconnects at 250 s. Idle timeout 300 s:
     idle = A 600 s x 1k + C 750 s x 2k = 2,100 k-token-s of 4,000 held: leakage 0.525."""
-    s, con = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=300)
+    s, con = audit(tmp_path, FIX / "sessions.jsonl", idle_timeout=300, model="gpt2")
     assert s["leakage_index"] == pytest.approx(0.525)
     bpt = s["kv_bytes_per_token"]
     assert session(con, "A")["idle_kv_byte_seconds"] == pytest.approx(600 * 1000 * bpt)
@@ -373,3 +373,28 @@ def test_a_model_with_constant_state_adds_it_to_every_session(tmp_path):
     per_token = 2 * 2 * 8 * 2         # layer 1 attention: K and V x 2 heads x 8 dims x 2 bytes
     assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * per_token + state
     assert s["kv_bytes_per_token"] == per_token and "constant state" in s["kv_bytes_detail"]
+
+
+def test_guardrails_report_the_distribution_beside_the_count(tmp_path):
+    """sessions.csv's three good sessions hold 2,450, 4,150 and 14,000 tokens of context (x 36,864 B/token for
+    gpt2 at 16 bits: 90.3, 153.0, 516.1 MB) with SPOR 2000/2150, 4000/4050 and 1500/13500."""
+    said: list[str] = []
+    s = execute([FIX / "sessions.csv"], db=tmp_path / "a.duckdb", model="gpt2", gpu="H200", echo=said.append)
+    # The default KV limit: 1/1024 of the H200's 141 GB (vLLM's default batch on a GPU of >= 70 GiB that is not
+    # an A100), 137.7 MB: two sessions over it, not all three as under the article's 15 MB.
+    assert s["kv_max_bytes"] == pytest.approx(141e9 / 1024, abs=1) and "1/1024" in s["kv_max_basis"]
+    assert s["n_kv_warnings"] == 2 and s["n_sessions"] == 3
+    # p50 and p90 are sessions' own figures (quantile_disc), stored beside the counts
+    assert (s["session_kv_p50_bytes"], s["session_kv_p90_bytes"], s["session_kv_max_bytes"]) == (
+        4150 * 36864, 14000 * 36864, 14000 * 36864)
+    assert (s["session_spor_p50"], s["session_spor_p90"], s["session_spor_max"]) == (
+        pytest.approx(2000 / 2150), pytest.approx(4000 / 4050), pytest.approx(4000 / 4050))
+    kv_line = next(line for line in said if "guardrails: KV" in line)
+    assert "2 of 3 session(s)" in kv_line and "p50 153.0 MB, p90 516.1 MB, max 516.1 MB" in kv_line
+    spor_line = next(line for line in said if "guardrails: SPOR" in line)
+    assert "2 of 3 session(s)" in spor_line and "p50 93.0%, p90 98.8%, max 98.8%" in spor_line
+    # an A100 batches 256 by default, whatever its memory; a GPU named by its size alone, too
+    for gpu, share in (("A100 80GB", 80e9 / 256), ("48GB", 48e9 / 256)):
+        s = execute([FIX / "sessions.csv"], db=tmp_path / f"{gpu}.duckdb", model="gpt2", gpu=gpu,
+                    echo=lambda *_: None)
+        assert s["kv_max_bytes"] == pytest.approx(share, abs=1) and "1/256" in s["kv_max_basis"]

@@ -224,12 +224,12 @@ def test_bad_prices_file_fails_before_anything_is_written(tmp_path, name, text, 
 def test_gpu_hour_price_turns_idle_kv_into_dollars(tmp_path):
     # Session a: one call at 00:00 holding 100 tokens; session b at 01:00 ends the log. a's KV sits
     # there for 3600 s, idle after the 300 s timeout: 3300 s x 100 tokens x 36,864 B/token (gpt2 at
-    # 16-bit, the default --model) = 12,165,120,000 idle byte-seconds.
+    # 16-bit) = 12,165,120,000 idle byte-seconds.
     log = _write(tmp_path / "openai.jsonl", [
         _openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
         _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0),
     ])
-    s, con = _audit(tmp_path, log, gpu_hour_price=2.0)
+    s, con = _audit(tmp_path, log, gpu_hour_price=2.0, model="gpt2")
     assert s["idle_kv_byte_seconds"] == pytest.approx(12_165_120_000)
     # GPU-hours: the idle byte-seconds over the memory the sweep fits sessions into, per hour; x $2.
     assert s["idle_gpu_hours"] == pytest.approx(12_165_120_000 / s["memory_bytes"] / 3600)
@@ -247,7 +247,7 @@ def test_gpu_hour_price_turns_idle_kv_into_dollars(tmp_path):
 
 def test_no_gpu_price_says_why(tmp_path):
     log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0)])
-    s, _ = _audit(tmp_path, log)
+    s, _ = _audit(tmp_path, log, model="gpt2")
     assert s["idle_cost_usd"] is None and "--gpu-hour-price" in s["gpu_cost_reason"]
     assert s["whatif_achievable_usd"] is None and "message content" in s["whatif_reason"]
 
@@ -368,9 +368,30 @@ def test_calls_differing_only_in_request_model_get_their_own_rates(tmp_path):
     assert s["cost_usd"] == pytest.approx(0.0035) and s["priced_calls"] == 2
 
 
-def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path):
+# Columns that differ between two audits of one log by design: when and how fast it ran, and its id.
+_RUN_COLUMNS = {"audit_id", "created_at", "duration_s"}
+
+
+def _figures(db: Path, audit_id: str) -> dict:
+    """Every stored figure of one audit: its audits row and its per-session, leakage and TTL rows."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out = {}
+        for table, order in (("audits", "audit_id"), ("token_audit", "session_id"), ("token_leakage", "sample"),
+                             ("token_ttl_sweep", "ttl_s NULLS FIRST")):
+            cur = con.execute(f"SELECT * FROM {table} WHERE audit_id = ? ORDER BY {order}", [audit_id])
+            cols = [d[0] for d in cur.description]
+            out[table] = [{c: v for c, v in zip(cols, r) if c not in _RUN_COLUMNS} for r in cur.fetchall()]
+        return out
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("model", ["tiny-gpt2", None])
+def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path, model):
     # The fixture DB holds float32 CPU runs of tiny-gpt2 (a measured 1,024 B/token, twice the 16-bit figure)
-    # with their free host memory (concurrent_capacity): neither may change what this audit's KV and idle memory cost.
+    # with their free host memory (concurrent_capacity): neither may change any figure of this audit, priced by
+    # a model or not priced at all.
     log = _write(tmp_path / "openai.jsonl", [
         _openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
         _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0),
@@ -379,18 +400,16 @@ def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path):
     shutil.copy(Path(__file__).parent / "fixtures" / "site" / "kvreport.duckdb", crowded)
     figures = []
     for db in (tmp_path / "fresh.duckdb", crowded):
-        s = execute([log], db=db, model="tiny-gpt2", gpu_hour_price=2.5, echo=lambda *_: None)
-        con = duckdb.connect(str(db), read_only=True)
-        ttl = con.execute("SELECT ttl_s, held_byte_seconds, active_sessions_fit, freed_cost_usd, memory_bytes, "
-                          "memory_source FROM token_ttl_sweep WHERE audit_id = ? ORDER BY ttl_s NULLS FIRST",
-                          [s["audit_id"]]).fetchall()
-        con.close()
-        figures.append(({k: s[k] for k in ("kv_bytes_per_token", "kv_bytes_source", "idle_kv_byte_seconds",
-                                           "memory_bytes", "memory_source", "idle_gpu_hours", "idle_cost_usd")}, ttl))
+        s = execute([log], db=db, model=model, gpu_hour_price=2.5, echo=lambda *_: None)
+        figures.append(_figures(db, s["audit_id"]))
     assert figures[0] == figures[1]
-    summary = figures[0][0]
-    assert summary["kv_bytes_per_token"] == 512 and summary["memory_bytes"] == 80e9  # 16-bit; default --gpu
-    assert "H100 80GB" in summary["memory_source"]
+    summary = figures[0]["audits"][0]
+    assert summary["memory_bytes"] == 80e9 and "H100 80GB" in summary["memory_source"]  # the default --gpu
+    assert summary["leakage_index"] == pytest.approx(3300 / 3600)  # a idle after 300 s of its 3600; b at the end
+    if model:
+        assert summary["kv_bytes_per_token"] == 512 and summary["idle_cost_usd"] > 0  # 16-bit, not the DB's float32
+    else:
+        assert summary["kv_bytes_per_token"] is None and summary["idle_cost_usd"] is None
 
 
 @pytest.mark.parametrize("gpu, gb", [("H100 80GB", 80), ("H200", 141), ("NVIDIA H100", 80), ("A100 40GB", 40),
@@ -406,14 +425,35 @@ def test_a_gpu_without_a_known_size_is_a_user_error(gpu):
 
 
 def test_model_defaults_and_hints(tmp_path):
-    log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0)])
+    log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
+                                             _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0)])
     said: list[str] = []
-    s = execute([log], db=tmp_path / "a.duckdb", echo=said.append)
-    # no --model: a stand-in, said once, with how to name one
-    assert [line for line in said if "--model" in line] == [said[0]] and "--kv-bytes-per-token" in said[0]
-    assert s["kv_bytes_per_token"] == 36_864 and s["model"] == "gpt2"
-    with pytest.raises(UserError, match="API models such as gpt-4o.*--kv-bytes-per-token"):
+    s = execute([log], db=tmp_path / "a.duckdb", echo=said.append, gpu_hour_price=2.0)
+    # no --model: KV not priced (no model guessed), said once before the audit, with how to price it
+    assert [line for line in said if "--kv-bytes-per-token N" in line] == [said[0]] and "--model" in said[0]
+    assert not any("gpt2" in line for line in said)
+    assert s["kv_bytes_per_token"] is None and s["kv_bytes_source"] == "not priced" and s["model"] is None
+    # nothing priced from KV bytes is stored: guardrail, byte-seconds, idle and TTL dollars, the bytes columns
+    for key in ("kv_byte_seconds", "idle_kv_byte_seconds", "n_kv_warnings", "idle_gpu_hours", "idle_cost_usd",
+                "session_kv_p50_bytes", "session_kv_max_bytes"):
+        assert s[key] is None, key
+    assert "not priced" in s["gpu_cost_reason"]
+    # the ratios that need no bytes stay: PCER, SPOR's distribution, the leakage index (a share of token-seconds)
+    assert s["overall_pcer"] == 0 and s["leakage_index"] == pytest.approx(3300 / 3600)
+    con = duckdb.connect(str(tmp_path / "a.duckdb"), read_only=True)
+    stored = con.execute("""SELECT (SELECT count(*) FROM token_audit WHERE kv_cache_bytes IS NOT NULL
+                                      OR kv_byte_seconds IS NOT NULL OR kv_warning IS NOT NULL),
+                                   (SELECT count(*) FROM token_leakage WHERE held_bytes IS NOT NULL),
+                                   (SELECT count(*) FROM token_ttl_sweep WHERE held_byte_seconds IS NOT NULL
+                                      OR freed_cost_usd IS NOT NULL OR active_sessions_fit IS NOT NULL),
+                                   (SELECT count(*) FROM token_ttl_sweep WHERE capacity_multiplier IS NOT NULL),
+                                   (SELECT count(*) FROM token_leakage)""").fetchone()
+    con.close()
+    assert stored[:3] == (0, 0, 0) and stored[3] > 0 and stored[4] > 0
+    # an API model's name: said to be one, with what --model takes instead, on one line
+    with pytest.raises(UserError, match=r"gpt-4o: an API model .*open model.*--kv-bytes-per-token") as exc:
         execute([log], db=tmp_path / "b.duckdb", model="gpt-4o", echo=lambda *_: None)
+    assert "\n" not in str(exc.value) and exc.value.exit_code == 2
     s = execute([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072, echo=lambda *_: None)
     assert s["kv_bytes_per_token"] == 131_072 and s["kv_bytes_source"] == "given"
     for bad in (dict(kv_bytes_per_token=0.0), dict(kv_bytes_per_token=1e3, model="gpt2")):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import duckdb
@@ -121,5 +122,10 @@ def test_audit_page_shows_the_figures(site):
                 "audit-evict"):
         assert cid in ids, cid
     assert len(html) < 400_000
+    # audit-1 had no --model: its KV is said to be not priced, with how to price it, never shown as None or 0
+    standalone = text[text.index("audit-1 · "):text.index("run-1-demo · demo workload")]
+    assert "not priced (no --model or --kv-bytes-per-token): audit with --model" in standalone
+    assert "KV not priced" in standalone and "KV footprint not priced" in standalone
+    assert not re.search(r"\b(None|nan)\b", standalone) and "0 B," not in standalone
     claims = (out / "claims.html").read_text()
     assert "token-ratios-sess-003" in claims and "PCER 59.26%, SPOR 11.11%" in claims

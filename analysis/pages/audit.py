@@ -61,14 +61,15 @@ def _detail(q, a: dict, site) -> dict:
         "of system-prompt overhead (system / total input).", "ratio band", "sessions",
         rows=dist, columns=["label", "pcer_sessions", "spor_sessions", "no_spor_sessions"])
     top = sessions[:15]
-    d["kv_chart"] = charts.bars(
+    priced = a["kv_bytes_per_token"] is not None  # an audit without --model stores no KV bytes
+    d["kv_chart"] = None if not priced else charts.bars(
         _cid(aid, "top-kv"), {"KV footprint": ([r["session_id"] for r in top], [r["kv_cache_mb"] for r in top])},
         "Sessions holding the most KV",
         f"Largest context each session held, in MB (10^6 bytes) at {a['kv_bytes_per_token']:,.0f} B/token "
         f"({a['kv_bytes_source']}); the dashed line is the {a['kv_max_mb']:g} MB guardrail.", "session", "MB",
         hlines=[(a["kv_max_mb"], f"guardrail {a['kv_max_mb']:g} MB")],
         rows=top, columns=["session_id", "context_tokens", "kv_cache_mb", "pcer", "spor", "kv_warning"])
-    d["leak_chart"] = charts.lines(
+    d["leak_chart"] = _sessions_held(aid, a, leak) if not priced else charts.lines(
         _cid(aid, "leakage"),
         {"held (no eviction)": ([r["offset_min"] for r in leak], [r["held_mb"] for r in leak]),
          f"idle > {a['idle_timeout_s']:g} s": ([r["offset_min"] for r in leak], [r["idle_mb"] for r in leak])},
@@ -103,6 +104,20 @@ def _detail(q, a: dict, site) -> dict:
     d.update(_cost(q, a))
     d.update(_detail_tables(d, a, site))
     return d
+
+
+def _sessions_held(aid: str, a: dict, leak: list[dict]):
+    """The leakage timeline of an audit without KV pricing: sessions held and idle, not bytes."""
+    x = [r["offset_min"] for r in leak]
+    return charts.lines(
+        _cid(aid, "leakage"),
+        {"held (no eviction)": (x, [r["sessions_held"] for r in leak]),
+         f"idle > {a['idle_timeout_s']:g} s": (x, [r["sessions_idle"] for r in leak])},
+        "Sessions held over time, and the idle ones",
+        "Sessions whose KV would be resident with no eviction policy, sampled at evenly spaced instants over the "
+        "log, and those idle beyond the idle timeout or disconnected (KV not priced: no bytes).",
+        "minutes since the first call", "sessions", markers=False,
+        rows=leak, columns=["sample", "t", "offset_min", "sessions_held", "sessions_idle"])
 
 
 def _detail_tables(d: dict, a: dict, site) -> dict:

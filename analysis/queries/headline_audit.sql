@@ -1,11 +1,16 @@
 -- Headlines from token audits: each run's demo audit and every standalone audit (run_id NULL). A demo audit
 -- prices generated traffic whose idle share is the generator's choice: a demonstration of the mechanism.
 SELECT run_id,
-       format('{} audit of {:,} calls priced at {:,} B/token ({}): PCER {:.1f}%, and idle sessions hold {:.1f}% of all KV byte-seconds.',
-              CASE WHEN run_id IS NULL THEN 'Traffic' ELSE 'Demo traffic' END, n_calls, kv_bytes_per_token::BIGINT,
-              -- the dtype the figure is priced at, beside where it came from: a float32 run measures twice this
-              CASE WHEN kv_bytes_source = 'given' THEN 'given with --kv-bytes-per-token'
-                   ELSE format('16-bit KV, {}', kv_bytes_source) END, 100 * overall_pcer, 100 * leakage_index) AS finding,
+       format('{} audit of {:,} calls {}: PCER {:.1f}%, and idle sessions hold {:.1f}% of all KV {}.',
+              CASE WHEN run_id IS NULL THEN 'Traffic' ELSE 'Demo traffic' END, n_calls,
+              CASE WHEN kv_bytes_per_token IS NULL THEN 'not priced in KV bytes (no --model)'
+                   ELSE format('priced at {:,} B/token ({})', kv_bytes_per_token::BIGINT,
+                               -- the dtype the figure is priced at, beside where it came from: a float32 run
+                               -- measures twice this
+                               CASE WHEN kv_bytes_source = 'given' THEN 'given with --kv-bytes-per-token'
+                                    ELSE format('16-bit KV, {}', kv_bytes_source) END) END,
+              100 * overall_pcer, 100 * leakage_index,
+              CASE WHEN kv_bytes_per_token IS NULL THEN 'token-seconds' ELSE 'byte-seconds' END) AS finding,
        100 * leakage_index AS value, '% KV leaked' AS unit, 'audit.html' AS page,
        CASE WHEN run_id IS NOT NULL THEN 'generated demo traffic: its idle share is the generator''s choice, not a measurement' END AS demonstration
 FROM audits

@@ -21,6 +21,7 @@ from ..core.connections import rollback_quietly
 from ..core.untrusted import quoted
 from . import dollars, pipeline, prompt_bloat
 from .formats import Keys, Source, describe_sources, detect
+from .guardrails import ARTICLE_BASIS, ARTICLE_KV_MAX_MB
 from .ingest import ingest
 from .kv_pricing import Memory, Pricing
 from .sqlfiles import one, rows, run_sql, value
@@ -47,7 +48,8 @@ class AuditOptions:
     fmt: str = "auto"
     idle_timeout_s: float = 300.0   # the providers' default prompt-cache lifetime is 5 minutes
     spor_max: float = 0.85          # the article's guardrails
-    kv_max_mb: float = 15.0         # MB = 10^6 bytes
+    kv_max_mb: float = ARTICLE_KV_MAX_MB  # MB = 10^6 bytes; the command's default is guardrails.kv_limit's
+    kv_max_basis: str | None = None  # what kv_max_mb is, in words (None: a fixed figure, named as such)
     ttls_s: tuple[float, ...] = DEFAULT_TTLS_S
     buckets: int = 120
     memory_limit: str | None = None  # DuckDB memory_limit, e.g. "2GB"
@@ -70,6 +72,14 @@ class AuditOptions:
     @property
     def kv_max_bytes(self) -> int:
         return int(self.kv_max_mb * 1_000_000)
+
+    @property
+    def kv_limit_basis(self) -> str:
+        if self.kv_max_basis:
+            return self.kv_max_basis
+        if self.kv_max_mb == ARTICLE_KV_MAX_MB:
+            return ARTICLE_BASIS
+        return "a fixed figure"
 
 
 @dataclass
@@ -177,7 +187,8 @@ def _params(opts: AuditOptions, fig: Figures, **more) -> dict:
     return dict(**fig.ids, **fig.curve, tokenizer=fig.tokenizer, has_tokens=fig.tokenizer is not None,
                 content_calls=fig.content_calls,
                 idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end, spor_max=opts.spor_max,
-                kv_max_bytes=opts.kv_max_bytes, spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
+                kv_max_bytes=opts.kv_max_bytes, kv_max_basis=opts.kv_limit_basis,
+                spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
                 min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows, buckets=opts.buckets,
                 ttls=[float(t) for t in opts.ttls_s], price_book=opts.price_book, price_rows=fig.price_rows,
                 n_price_keys=fig.n_price_keys, gpu_hour_price=opts.gpu_hour_price, **more)
@@ -228,6 +239,7 @@ def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source
     params = _params(opts, fig, memory_bytes=memory.bytes, memory_source=memory.source,
                      created_at=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None), sources=sources_text,
                      format=fmt_text, model=model, kv_bytes_source=pricing.source, kv_bytes_detail=pricing.detail,
+                     kv_bytes_per_token=pricing.stored_bytes_per_token, priced=pricing.priced,
                      tokenizer_name=tok.name if tok else None,
                      bloat_reason=prompt_bloat.reason(tok, fig.content_calls),
                      session_keys=" | ".join(opts.keys.session) or None,

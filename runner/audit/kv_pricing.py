@@ -30,6 +30,16 @@ class Pricing:
     capped: tuple[tuple[float, int], ...] = ()
     constant_bytes: float = 0.0
 
+    @property
+    def priced(self) -> bool:
+        """False for UNPRICED: the audit runs on token counts and stores no KV byte figure."""
+        return self.source != UNPRICED_SOURCE
+
+    @property
+    def stored_bytes_per_token(self) -> float | None:
+        """What the audits row records as the KV bytes per token: none when the audit is not priced."""
+        return self.bytes_per_token if self.priced else None
+
     def kv_bytes_at(self, tokens: int) -> float:
         """The curve sql/setup/macros.sql kv_bytes_at computes, in Python (for messages and tests)."""
         return tokens * self.bytes_per_token - sum(b * max(0, tokens - cap) for b, cap in self.capped) + \
@@ -50,6 +60,7 @@ class Pricing:
 class Memory:
     bytes: int | None
     source: str | None
+    gpu: str | None = None  # the --gpu name it is the memory of; None: measured or assumed memory
 
 
 def formula(model: str, facts=None) -> Pricing:
@@ -88,10 +99,20 @@ def measured(con, model: str) -> Pricing | None:
                    f"({dtype}, {seq}-token prefill)")
 
 
-DEFAULT_MODEL = "gpt2"
 MODEL_HINT = ("--model takes an open model whose cache you would serve this traffic with (a built-in name, see "
               "`kvreport models`, a config.json or a checkpoint folder): API models such as gpt-4o publish no "
               "architecture. Or give the cache size itself with --kv-bytes-per-token N")
+
+UNPRICED_SOURCE = "not priced"
+# No --model and no --kv-bytes-per-token: the audit runs its KV curve at one "byte" per token, so the shares it
+# keeps (the leakage index, the TTL sweep's freed share and capacity multiplier) are shares of token-seconds, the
+# same as of byte-seconds for any cache that grows linearly with its tokens, and every byte figure is stored as
+# NULL (metrics/unpriced.sql). No model is guessed: a stand-in's bytes would read as this traffic's.
+UNPRICED = Pricing(1.0, UNPRICED_SOURCE, "not priced (no --model or --kv-bytes-per-token)")
+UNPRICED_NOTICE = ("KV cache not priced: no --model or --kv-bytes-per-token, so the audit stores no KV bytes, KV "
+                   "guardrail or idle-KV dollars. To price it, give --model naming an open model that would serve "
+                   "this traffic (`kvreport models` lists the built-in ones; or a config.json), or "
+                   "--kv-bytes-per-token N.")
 
 
 def given(bytes_per_token: float) -> Pricing:
@@ -100,21 +121,39 @@ def given(bytes_per_token: float) -> Pricing:
                    f"given with --kv-bytes-per-token: {bytes_per_token:,.0f} B/token, priced as given")
 
 
-def kv_pricing(model: str, con=None) -> Pricing:
+def kv_pricing(model: str | None, con=None) -> Pricing:
     """A straight-line model: its measured bytes/token when the DB has one, else the formula. A model with caps
     or constant states: the formula's curve, since one bytes/token figure cannot price every length.
-    A name that is neither a model nor measured in the DB: a UserError with MODEL_HINT."""
+    None: UNPRICED. A name that is neither a model nor measured in the DB: a UserError (api_model_hint for an
+    API model's name, else the loader's message with MODEL_HINT)."""
+    if model is None:
+        return UNPRICED
     try:
         facts = load(model)
     except ModelFactsError as exc:
         found = measured(con, model)  # a model measured earlier whose config is not at hand
         if found is None:
-            raise UserError(f"{exc}. {MODEL_HINT}") from None
+            raise UserError(api_model_hint(model) or f"{exc}. {MODEL_HINT}") from None
         return found
     curve = formula(model, facts)
     if curve.capped or curve.constant_bytes:
         return curve
     return measured(con, model) or curve
+
+
+def api_model_hint(model: str) -> str | None:
+    """One line for an API model's name given to --model (one genai-prices lists, such as gpt-4o), else None."""
+    try:
+        from .dollars import _genai_model
+        found, _ = _genai_model(None, model)
+    except Exception:  # noqa: BLE001 - no price data at hand: the generic hint is said instead
+        return None
+    if found is None:
+        return None
+    provider = found[0].id
+    return (f"--model {model}: an API model ({provider}'s, per genai-prices), whose architecture and so KV bytes "
+            "per token are not published; --model takes an open model that would serve this traffic (see "
+            "`kvreport models`, or a config.json), or give --kv-bytes-per-token N")
 
 
 DEFAULT_GPU = "H100 80GB"
@@ -140,4 +179,4 @@ def gpu_memory(gpu: str) -> Memory:
         raise UserError(f"--gpu {gpu!r}: no memory size known for it; give one with the name, e.g. "
                         f"'A100 40GB' or '48GB' (known without a size: {', '.join(GPU_MEMORY_GB)})")
     return Memory(int(gb * 1e9), f"the whole {gb:g} GB of one {name} (--gpu; default {DEFAULT_GPU}), weights "
-                                 "not subtracted")
+                                 "not subtracted", name)

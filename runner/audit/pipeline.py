@@ -93,9 +93,11 @@ SESSION_FIGURES = (
 
 TIME_PARTS = ("metrics/leakage_timeline_parts", "metrics/ttl_sweep_parts")
 
+# "metrics/unpriced": an audit without KV pricing drops its byte figures once everything is summed from them.
 AUDIT_FIGURES = ("metrics/leakage_timeline", "metrics/ttl_sweep", "bloat/repeats if content_calls",
                  "py:count_repeats if tokenizer", "py:duration", "metrics/audit_summary", "py:start_pricing",
-                 "cost/prices", "py:pricing_time", "cost/audit_cost", "store/labels")
+                 "cost/prices", "py:pricing_time", "cost/audit_cost", "metrics/unpriced if not priced",
+                 "store/labels")
 
 STORE = ("store/call_labels", "store/call_rows_one_label if one_label", "store/call_rows_by_hash if by_hash",
          "store/call_rows_by_strings if by_strings", "store/rejects")

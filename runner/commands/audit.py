@@ -18,11 +18,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..audit import remote
+from ..audit import guardrails, remote
 from ..audit.dollars import load_prices_file, prefetch
 from ..audit.engine import AuditOptions, next_audit_id, persist, run_audit
 from ..audit.ingest import FORMATS, Keys, detect, expand_paths, json_keys
-from ..audit.kv_pricing import DEFAULT_GPU, DEFAULT_MODEL, MODEL_HINT, given, gpu_memory, kv_pricing
+from ..audit.kv_pricing import DEFAULT_GPU, UNPRICED_NOTICE, given, gpu_memory, kv_pricing
 from ..audit.tokenizer import load_tokenizer
 from ..core.errors import UserError
 from ..core.connections import connect
@@ -143,7 +143,7 @@ def _progress(n_files: int, enabled: bool | None, con):
 
 def execute(paths: list[Path], fmt: str = "auto", model: str | None = None, db: Path = Path("kvreport.duckdb"),
             tokenizer: str | None = None, idle_timeout: float = 300.0, strict: bool = False,
-            spor_max: float = 0.85, kv_max_mb: float = 15.0, memory_limit: str | None = DEFAULT_MEMORY_LIMIT,
+            spor_max: float = 0.85, kv_max_mb: float | None = None, memory_limit: str | None = DEFAULT_MEMORY_LIMIT,
             echo=typer.echo, prices: Path | None = None, gpu_hour_price: float | None = None,
             session_keys: list[str] | tuple[str, ...] = (), time_key: str | None = None,
             since: str | None = None, until: str | None = None, progress: bool | None = None,
@@ -159,7 +159,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str | None = None, db: 
         raise UserError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     idle_timeout = _number("--idle-timeout", idle_timeout, low=0, low_open=True, unit="seconds")
     spor_max = _number("--spor-max", spor_max, low=0, high=1, unit="a share of input tokens, 0 to 1")
-    kv_max_mb = _number("--kv-max-mb", kv_max_mb, low=0, unit="MB")
+    kv_max_mb = None if kv_max_mb is None else _number("--kv-max-mb", kv_max_mb, low=0, unit="MB")
     if gpu_hour_price is not None:
         gpu_hour_price = _number("--gpu-hour-price", gpu_hour_price, low=0, unit="USD per GPU-hour")
     memory_limit = _memory_limit(memory_limit)
@@ -170,9 +170,7 @@ def execute(paths: list[Path], fmt: str = "auto", model: str | None = None, db: 
         if model is not None:
             raise UserError("give --model or --kv-bytes-per-token, not both: each sets the KV bytes per token")
     elif model is None:
-        # Said once, before the audit: its KV figures are a stand-in's until the user names a model.
-        model = DEFAULT_MODEL
-        echo(f"no --model: KV cache priced as {DEFAULT_MODEL}'s at 16 bits, a stand-in. {MODEL_HINT}.")
+        echo(UNPRICED_NOTICE)  # said once, before the audit: no model is guessed (kv_pricing.UNPRICED)
     if not paths:
         raise UserError("give at least one log file")
     paths = _log_files(paths, db)  # folders, quoted globs, s3:// prefixes and globs
@@ -188,7 +186,9 @@ def execute(paths: list[Path], fmt: str = "auto", model: str | None = None, db: 
         distributed.import_ray()  # before the DB is opened: no Ray, nothing written
     tok = load_tokenizer(tokenizer) if tokenizer else None
     book = load_prices_file(prices) if prices else None  # a bad price file fails before anything is read
-    opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=kv_max_mb,
+    limit = guardrails.kv_limit(kv_max_mb, memory)
+    opts = AuditOptions(fmt=fmt, idle_timeout_s=idle_timeout, spor_max=spor_max, kv_max_mb=limit.mb,
+                        kv_max_basis=limit.basis,
                         memory_limit=memory_limit, price_book=book, gpu_hour_price=gpu_hour_price)
 
     # The scratch folder (spilled blocks, normalised copies, the copies of s3:// objects) outlives the DB
@@ -253,8 +253,8 @@ def execute(paths: list[Path], fmt: str = "auto", model: str | None = None, db: 
     leak = _pct(s["leakage_index"])
     echo(f"  KV leakage index (idle > {idle_timeout:g}s share of KV byte-seconds): {leak}"
          + (f" ({s['leakage_reason']})" if s["leakage_reason"] else ""))
-    echo(f"  guardrails: {s['n_spor_warnings']} session(s) with SPOR > {spor_max:g}, "
-         f"{s['n_kv_warnings']} with KV > {kv_max_mb:g} MB")
+    for line in guardrails.lines(s):
+        echo(line)
     _echo_cost(s, echo)
     if s["n_rejects"]:
         echo(f"  rejected: {s['n_rejects']:,} record(s) (all in token_rejects), e.g.:")
@@ -363,7 +363,7 @@ def audit(
                                                          "litellm, langfuse.")] = "auto",
     model: Annotated[str | None, typer.Option(help="Open model whose KV bytes/token price the tokens (measured at "
                                                    "16 bits in the DB if there, else the formula at 16 bits). "
-                                                   f"Default: {DEFAULT_MODEL}, said as a stand-in.")] = None,
+                                                   "Without it (or --kv-bytes-per-token) KV is not priced.")] = None,
     kv_bytes_per_token: Annotated[float | None, typer.Option(help="KV cache bytes per token, instead of --model "
                                                                   "(e.g. for an API model).")] = None,
     db: Annotated[Path, typer.Option(help="DuckDB file to store the audit in.")] = Path("kvreport.duckdb"),
@@ -373,8 +373,10 @@ def audit(
                                                      "(leaked KV).")] = 300.0,
     strict: Annotated[bool, typer.Option("--strict", help="Fail (store nothing) if any record is rejected.")] = False,
     spor_max: Annotated[float, typer.Option(help="Guardrail: warn when a session's SPOR exceeds this.")] = 0.85,
-    kv_max_mb: Annotated[float, typer.Option(help="Guardrail: warn when a session's KV footprint exceeds this "
-                                                  "many MB (10^6 bytes).")] = 15.0,
+    kv_max_mb: Annotated[float | None, typer.Option(help="Guardrail: warn when a session's KV footprint exceeds "
+                                                         "this many MB (10^6 bytes). Default: 1/max_num_seqs of "
+                                                         "--gpu's memory (vLLM's default batch; the token-audit "
+                                                         "article used 15).")] = None,
     memory_limit: Annotated[str, typer.Option(help="DuckDB memory limit while auditing (it spills to disk "
                                                    "beyond it); the process peaks about 150 MB above it.")
                             ] = DEFAULT_MEMORY_LIMIT,
@@ -383,8 +385,9 @@ def audit(
                                                      "models).")] = None,
     gpu_hour_price: Annotated[float | None, typer.Option(help="USD per GPU-hour: turns idle KV memory (and what "
                                                               "each TTL frees) into GPU-hours and dollars.")] = None,
-    gpu: Annotated[str, typer.Option(help="The GPU idle KV and the TTL sweep are set against: its whole memory "
-                                          "(weights not subtracted). H100, H200, or any name with a size: "
+    gpu: Annotated[str, typer.Option(help="The GPU idle KV, the TTL sweep and the KV guardrail are set against: "
+                                          "its whole memory (weights not subtracted). H100, H200, or any name with a "
+                                          "size: "
                                           "'A100 40GB', '48GB'.")] = DEFAULT_GPU,
     session_key: Annotated[list[str] | None, typer.Option(
         "--session-key", help="JSON path of the session id in each record, e.g. metadata.conversation_id or "

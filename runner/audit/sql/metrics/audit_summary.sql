@@ -1,5 +1,6 @@
 -- The audit's one-line record: fleet-wide PCER and SPOR (token-weighted over calls), the leakage index
--- (idle share of all KV byte-seconds held) and what the figures were priced with.
+-- (idle share of all KV byte-seconds held), the guardrails with the per-session distribution beside their counts
+-- (p50, p90, max: quantile_disc, so each is one session's own figure) and what the figures were priced with.
 INSERT INTO audits BY NAME
 WITH c AS (  -- the calls' totals (metrics/call_stats.sql), summed over the shares they were counted in
   SELECT sum(n_calls) AS n_calls, sum(n_sessions) AS n_sessions, sum(input_tokens) AS input_tokens,
@@ -10,7 +11,10 @@ WITH c AS (  -- the calls' totals (metrics/call_stats.sql), summed over the shar
 ),
 s AS (
   SELECT sum(kv_byte_seconds) AS kv_bs, sum(idle_kv_byte_seconds) AS idle_bs,
-         count(*) FILTER (WHERE spor_warning) AS n_spor, count(*) FILTER (WHERE kv_warning) AS n_kv
+         count(*) FILTER (WHERE spor_warning) AS n_spor, count(*) FILTER (WHERE kv_warning) AS n_kv,
+         quantile_disc(kv_cache_bytes, 0.5) AS kv_p50, quantile_disc(kv_cache_bytes, 0.9) AS kv_p90,
+         max(kv_cache_bytes) AS kv_max, quantile_disc(spor, 0.5) AS spor_p50, quantile_disc(spor, 0.9) AS spor_p90,
+         max(spor) AS spor_top
   FROM token_audit WHERE audit_id = $audit_id
 ),
 w AS (
@@ -27,7 +31,7 @@ m AS (
   FROM token_ttl_sweep WHERE audit_id = $audit_id
 )
 SELECT $audit_id AS audit_id, $run_id AS run_id, $created_at AS created_at, $sources AS sources,
-       $format AS format, $model AS model, $bytes_per_token AS kv_bytes_per_token,
+       $format AS format, $model AS model, $kv_bytes_per_token AS kv_bytes_per_token,
        $kv_bytes_source AS kv_bytes_source, $kv_bytes_detail AS kv_bytes_detail,
        c.n_calls, c.n_sessions, r.n_rejects, k.n_skipped AS n_skipped_lines, c.input_tokens, c.cached_input_tokens, c.output_tokens,
        c.system_tokens,
@@ -49,7 +53,9 @@ SELECT $audit_id AS audit_id, $run_id AS run_id, $created_at AS created_at, $sou
        coalesce(m.memory_bytes, $memory_bytes::BIGINT) AS memory_bytes,
        coalesce(m.memory_source, $memory_source) AS memory_source,
        $tokenizer_name AS tokenizer, $spor_max AS spor_max, $kv_max_bytes AS kv_max_bytes,
-       s.n_spor AS n_spor_warnings, s.n_kv AS n_kv_warnings,
+       s.n_spor AS n_spor_warnings, s.n_kv AS n_kv_warnings, $kv_max_basis AS kv_max_basis,
+       s.kv_p50 AS session_kv_p50_bytes, s.kv_p90 AS session_kv_p90_bytes, s.kv_max AS session_kv_max_bytes,
+       s.spor_p50 AS session_spor_p50, s.spor_p90 AS session_spor_p90, s.spor_top AS session_spor_max,
        $content_calls AS content_calls, $bloat_reason AS bloat_reason, $duration_s AS duration_s,
        $session_keys AS session_keys, $time_keys AS time_keys
 FROM c, s, w, r, k, m;
