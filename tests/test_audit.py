@@ -9,8 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.commands.audit import execute
-from conftest import audit_and_open as audit
+from conftest import audit_and_open as audit, quiet_audit, quiet_run, run_cli as cli
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
@@ -143,16 +142,6 @@ def test_invalid_utf8_and_long_lines(tmp_path):
 
 # --- whole-file errors: clear message, non-zero exit, nothing written ---------------------------------------
 
-def cli(*argv):
-    from kvreport.runner.cli import main
-
-    try:
-        main([str(a) for a in argv])
-    except SystemExit as exc:
-        return exc.code
-    return 0
-
-
 def test_unknown_format_and_unreadable_files_write_nothing(tmp_path, capsys):
     db = tmp_path / "k.duckdb"
     junk = tmp_path / "notes.txt"
@@ -179,7 +168,7 @@ def test_nothing_valid_and_strict(tmp_path, capsys):
     assert "--strict: 6 record(s) rejected" in err and "openai.jsonl:3: malformed JSON" in err
     assert not db.exists()
     # Into an existing DB: a failed audit adds nothing to it.
-    execute([FIX / "sessions.jsonl"], db=db, echo=lambda *_: None)
+    quiet_audit([FIX / "sessions.jsonl"], db)
     assert cli("audit", FIX / "openai.jsonl", "--strict", "--db", db) == 1
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM audits").fetchone()[0] == 1
@@ -259,15 +248,13 @@ def test_tokenizer_counts_spor_and_finds_a_timestamp_at_the_top(tmp_path):
 
 @pytest.mark.slow
 def test_measured_bytes_per_token_preferred(tmp_path):
-    from kvreport.runner.commands.run import execute as run
-
     db = tmp_path / "k.duckdb"
     # A float32 run's 1,024 B/token (2x2x4x16x4) is twice what the audit prices (16-bit): it is not used.
-    run("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None, only=["cache_tensors"])
+    quiet_run(db, only=["cache_tensors"])
     s, con = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
     con.close()
     assert s["kv_bytes_source"] == "formula" and s["kv_bytes_per_token"] == 512
-    run("tiny-gpt2", "cpu", "bfloat16", ["2"], True, db, echo=lambda *_: None, only=["cache_tensors"])
+    quiet_run(db, dtype="bfloat16", only=["cache_tensors"])
     s, _ = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
     assert s["kv_bytes_source"] == "measured" and s["kv_bytes_per_token"] == 512
     assert "run 2" in s["kv_bytes_detail"] and "bfloat16" in s["kv_bytes_detail"]

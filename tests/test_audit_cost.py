@@ -14,9 +14,8 @@ import duckdb
 import pytest
 
 from kvreport.runner.audit.kv_pricing import gpu_memory
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
-from conftest import audit_and_open as _audit, quiet_audit
+from conftest import audit_and_open as _audit, audit_printed, quiet_audit
 
 genai_prices = pytest.importorskip("genai_prices")
 
@@ -379,7 +378,7 @@ def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path):
     shutil.copy(Path(__file__).parent / "fixtures" / "site" / "kvreport.duckdb", crowded)
     figures = []
     for db in (tmp_path / "fresh.duckdb", crowded):
-        s = execute([log], db=db, model="tiny-gpt2", gpu_hour_price=2.5, echo=lambda *_: None)
+        s = quiet_audit([log], db=db, model="tiny-gpt2", gpu_hour_price=2.5)
         con = duckdb.connect(str(db), read_only=True)
         ttl = con.execute("SELECT ttl_s, held_byte_seconds, active_sessions_fit, freed_cost_usd, memory_bytes, "
                           "memory_source FROM token_ttl_sweep WHERE audit_id = ? ORDER BY ttl_s NULLS FIRST",
@@ -407,15 +406,14 @@ def test_a_gpu_without_a_known_size_is_a_user_error(gpu):
 
 def test_model_defaults_and_hints(tmp_path):
     log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0)])
-    said: list[str] = []
-    s = execute([log], db=tmp_path / "a.duckdb", echo=said.append)
+    s, said = audit_printed([log], db=tmp_path / "a.duckdb")
     # no --model: a stand-in, said once, with how to name one
     assert [line for line in said if "--model" in line] == [said[0]] and "--kv-bytes-per-token" in said[0]
     assert s["kv_bytes_per_token"] == 36_864 and s["model"] == "gpt2"
     with pytest.raises(UserError, match="API models such as gpt-4o.*--kv-bytes-per-token"):
-        execute([log], db=tmp_path / "b.duckdb", model="gpt-4o", echo=lambda *_: None)
-    s = execute([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072, echo=lambda *_: None)
+        quiet_audit([log], db=tmp_path / "b.duckdb", model="gpt-4o")
+    s = quiet_audit([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072)
     assert s["kv_bytes_per_token"] == 131_072 and s["kv_bytes_source"] == "given"
     for bad in (dict(kv_bytes_per_token=0.0), dict(kv_bytes_per_token=1e3, model="gpt2")):
         with pytest.raises(UserError, match="--kv-bytes-per-token"):
-            execute([log], db=tmp_path / "d.duckdb", echo=lambda *_: None, **bad)
+            quiet_audit([log], db=tmp_path / "d.duckdb", **bad)

@@ -17,7 +17,7 @@ from ..kv_cache import cache_bytes, forward_with_cache
 from ..probes import CudaAllocator
 
 NAME = "allocator_memory"
-ITERATION = 1
+GROUP = "allocator"
 ORDER = 10
 TABLES = ("allocator_memory",)
 
