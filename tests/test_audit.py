@@ -360,3 +360,46 @@ def test_a_model_with_constant_state_adds_it_to_every_session(tmp_path):
     per_token = 2 * 2 * 8 * 2         # layer 1 attention: K and V x 2 heads x 8 dims x 2 bytes
     assert session(con, "sess-001")["kv_cache_bytes"] == 2450 * per_token + state
     assert s["kv_bytes_per_token"] == per_token and "constant state" in s["kv_bytes_detail"]
+
+
+# --- the library call and its request -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fields,option", [
+    (dict(fmt="csv"), "--format"), (dict(idle_timeout=float("nan")), "--idle-timeout"),
+    (dict(spor_max=1.5), "--spor-max"), (dict(memory_limit="1KB"), "--memory-limit"), (dict(gpu="A100"), "--gpu"),
+    (dict(since="yesterday"), "--since"), (dict(since="2026-11-02", until="2026-11-01"), "--since"),
+    (dict(model="gpt2", kv_bytes_per_token=1e3), "--kv-bytes-per-token"), (dict(ray="logs.jsonl"), "--ray"),
+    (dict(ray="local", ray_workers=0), "--ray-workers")])
+def test_a_request_checks_itself_before_any_file_is_read(fields, option):
+    from kvreport.runner.audit.api import AuditRequest
+    from kvreport.runner.core.errors import UserError
+
+    with pytest.raises(UserError, match=option):
+        AuditRequest(**fields)
+
+
+def test_a_request_is_frozen_and_normalised():
+    import dataclasses
+
+    from kvreport.runner.audit.api import AuditRequest
+
+    r = AuditRequest(session_keys=["a.b"], memory_limit="2gb", since="2026-11-01T01:00:00+01:00")
+    assert r.session_keys == ("a.b",) and r.memory_limit == "2GB"
+    assert r.window == (dt.datetime(2026, 11, 1), None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.strict = True  # type: ignore[misc]
+
+
+def test_quiet_and_verbose(tmp_path):
+    from conftest import cli_in_process
+
+    db = tmp_path / "k.duckdb"
+    full = cli_in_process("audit", FIX / "openai.jsonl", FIX / "anthropic.jsonl", "--db", db)
+    quiet = cli_in_process("audit", FIX / "openai.jsonl", "--db", db, "--quiet")
+    verbose = cli_in_process("audit", FIX / "openai.jsonl", FIX / "anthropic.jsonl", "--db", db, "--verbose")
+    assert full.returncode == quiet.returncode == verbose.returncode == 0
+    assert full.stdout.startswith("no --model") and "read openai.jsonl" not in full.stdout
+    assert quiet.stdout.splitlines() == [f"audit-2: 3 calls in 2 sessions from 1 file(s) (openai) -> {db}"]
+    lines = verbose.stdout.splitlines()
+    assert lines[1].startswith("  read openai.jsonl: 10 lines, ") and lines[2].startswith("  read anthropic.jsonl: ")
+    assert lines[3:] == [line.replace("audit-1", "audit-3") for line in full.stdout.splitlines()[1:]]

@@ -7,11 +7,6 @@ from typing import Annotated
 
 import typer
 
-from kvreport.analysis import claims, regressions
-from kvreport.analysis.headlines import headlines
-from kvreport.analysis.queries import Queries
-from kvreport.analysis.site import page_modules
-
 from ..core.errors import UserError
 from ..core.store import Store, StoreError, current_schema_copy, is_damage, shown
 
@@ -19,6 +14,12 @@ from ..core.store import Store, StoreError, current_schema_copy, is_damage, show
 def findings_of(db: Path) -> tuple[list[dict], list[int]]:
     """Every headline row (the overview's reader, analysis/headlines.py), sorted by run, then the ledger's and
     the comparison's answers (no run); and the run ids the DB holds."""
+    # The analysis is imported here, not at the top: every other command starts without it.
+    from kvreport.analysis import claims, regressions
+    from kvreport.analysis.headlines import headlines
+    from kvreport.analysis.queries import Queries
+    from kvreport.analysis.site import page_modules
+
     # An older DB is read through a migrated copy, so every query finds today's tables.
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
         q = Queries(store.con)
