@@ -1,5 +1,6 @@
 """The command line: the whole path run -> DB -> build, and bad input that must exit cleanly."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,13 +84,34 @@ def test_models_json_lists_builtin_kv_bytes():
     assert items["gpt2"] == 36_864 and items["llama-3.1-8b"] == 131_072
 
 
+@pytest.mark.parametrize("fields,message", [
+    (dict(groups="cache,1"), "--groups 'cache,1': expected a comma-separated list of allocator, cache, serving"),
+    (dict(groups=""), "--groups '': expected"),
+    (dict(only="cache_tensors,kv_memory"), "--only kv_memory: no such experiment; expected some of allocator_memory,"),
+])
+def test_a_run_request_checks_itself(fields, message):
+    from kvreport.runner.core.errors import UserError
+    from kvreport.runner.measure.api import RunRequest
+
+    with pytest.raises(UserError, match=re.escape(message)):
+        RunRequest(**fields)
+
+
+def test_a_run_request_reads_the_options_text():
+    from kvreport.runner.core.groups import parse_groups
+    from kvreport.runner.measure.api import RunRequest
+
+    r = RunRequest(groups=" serving,cache,serving", only="cache_tensors, pressure")
+    assert r.groups == ("serving", "cache") and r.only == ("cache_tensors", "pressure")
+    assert RunRequest().groups == ("allocator", "cache", "serving", "traffic")
+    assert parse_groups("1,audit,2", "--iterations") == ("allocator", "traffic", "cache")
+
+
 @pytest.mark.parametrize("args,needle", [
     (["run", "--model", "gpt5-ultra"], "unknown model 'gpt5-ultra'"),
     (["run", "--device", "cuda", "--model", "tiny-gpt2"], "no CUDA GPU"),
-    (["run", "--groups", "cache,1"], "--groups 'cache,1': expected a comma-separated list of allocator, cache,"),
     (["run", "--iterations", "1,7"], "--iterations"),
     (["run", "--iterations", "1", "--groups", "cache"], "not both"),
-    (["run", "--only", "cache_tensors,kv_memory"], "--only kv_memory: no such experiment"),
     (["run", "--dtype", "int3"], "--dtype"),
     (["run", "--model", "/nonexistent/folder/x"], "no such folder"),
 ])
