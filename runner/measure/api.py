@@ -26,7 +26,7 @@ def experiment_names() -> list[str]:
     name), without importing them: they import torch."""
     spec = importlib.util.find_spec(f"{__package__}.experiments")
     folders = list(spec.submodule_search_locations or []) if spec else []
-    return sorted(m.name for m in pkgutil.iter_modules(folders) if not m.name.startswith("_"))
+    return sorted(m.name for m in pkgutil.iter_modules(folders))
 
 
 @dataclass(frozen=True)
