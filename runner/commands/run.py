@@ -46,8 +46,8 @@ def run(
             raise UserError("give --groups or --iterations, not both (--iterations is --groups' old name)")
         groups = ",".join(parse_groups(iterations, "--iterations"))
         typer.echo(f"--iterations is deprecated: this is --groups {groups}", err=True)
-    request = RunRequest(model=model, device=device, dtype=dtype, groups=groups, quick=quick,
-                         label=label, only=only or ())
+    request = RunRequest(model=model, device=device, dtype=dtype, groups=tuple(groups.split(",")), quick=quick,
+                         label=label, only=tuple((only or "").split(",")))
     out = Output(quiet=quiet, verbose=verbose)
     result = measure(request, db=db, on_event=out)
     out.line("")
