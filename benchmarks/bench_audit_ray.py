@@ -58,16 +58,16 @@ def split_log(path: Path, n: int, folder: Path) -> list[Path]:
 
 def child(args) -> None:
     """One audit in this process; prints its figures and (with Ray) task times as JSON."""
-    from kvreport.runner.commands.audit import execute
+    from kvreport.runner.audit.api import AuditRequest, audit
 
-    info: dict = {}
     started = time.perf_counter()
-    kw = dict(ray="local", ray_workers=args.child_workers, ray_info=info) if args.child_workers else {}
-    s = execute([Path(p) for p in args.child], db=Path(args.db), memory_limit=args.memory_limit,
-                echo=lambda *_: None, progress=False, **kw)
+    kw = dict(ray="local", ray_workers=args.child_workers) if args.child_workers else {}
+    result = audit([Path(p) for p in args.child], AuditRequest(memory_limit=args.memory_limit, **kw),
+                   db=Path(args.db))
+    s = result.summary
     out = dict(seconds=time.perf_counter() - started,
                summary={k: s[k] for k in ("n_calls", "n_sessions", "n_rejects", "overall_pcer", "leakage_index")})
-    run = info.get("run")
+    run = result.ray_run
     if run is not None:
         out.update(partitions=run.partitions, maps=run.maps, phases=run.phase_seconds, ray_start=run.ray_start_s,
                    tasks=[dict(phase=t.phase, index=t.index, seconds=t.seconds, calls=t.calls) for t in run.task_times])

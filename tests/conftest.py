@@ -196,12 +196,38 @@ def imported_modules(*args, cwd=None, exit_code=0) -> set[str]:
     return names
 
 
-def quiet_audit(paths, db: Path, **options) -> dict:
-    """`kvreport audit PATHS --db DB` in this process with nothing printed; its summary. `options` are the
-    audit's own (prices=, tokenizer=, strict=, ...)."""
-    from kvreport.runner.commands.audit import execute
+def audit_result(paths, db: Path, *, on_event=None, progress: bool = False, **options):
+    """The audit (runner/audit/api.py) of PATHS into DB in this process, nothing printed: its AuditResult.
+    `options` are AuditRequest's fields (prices=, tokenizer=, strict=, ...)."""
+    from kvreport.runner.audit.api import AuditRequest, audit
 
-    return execute([Path(p) for p in paths], db=Path(db), echo=lambda *_: None, **options)
+    return audit(list(paths), AuditRequest(**options), db=Path(db), on_event=on_event, progress=progress)
+
+
+def quiet_audit(paths, db: Path, **options) -> dict:
+    """`audit_result`'s summary: the audits row."""
+    return audit_result(paths, db, **options).summary
+
+
+def audit_printed(paths, db: Path, **options) -> tuple[dict, list[str]]:
+    """`kvreport audit PATHS --db DB` in this process: its summary and every line it printed."""
+    from kvreport.runner.audit.api import AuditRequest, audit
+    from kvreport.runner.commands.output import Output, audit_lines
+
+    lines: list[str] = []
+    request = AuditRequest(**options)
+    with Output(echo=lines.append, bar=False) as out:
+        result = audit(list(paths), request, db=Path(db), on_event=out)
+    return result.summary, lines + audit_lines(result, request)
+
+
+def quiet_run(db: Path, model: str = "tiny-gpt2", dtype: str = "float32", groups="cache", **request):
+    """`kvreport run --quick --device cpu` (runner/measure/api.py) into DB in this process, nothing printed:
+    its RunResult. `request` holds RunRequest's other fields (only=, label=, ...)."""
+    from kvreport.runner.measure.api import RunRequest, run
+
+    request = dict(device="cpu", quick=True) | request
+    return run(RunRequest(model=model, dtype=dtype, groups=groups, **request), db=Path(db))
 
 
 def audit_and_open(tmp_path: Path, *files, db_name: str = "a.duckdb", **options):

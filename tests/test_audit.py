@@ -9,8 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.commands.audit import execute
-from conftest import audit_and_open as audit
+from conftest import audit_and_open as audit, audit_printed, quiet_audit, quiet_run, run_cli as cli
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
@@ -143,16 +142,6 @@ def test_invalid_utf8_and_long_lines(tmp_path):
 
 # --- whole-file errors: clear message, non-zero exit, nothing written ---------------------------------------
 
-def cli(*argv):
-    from kvreport.runner.cli import main
-
-    try:
-        main([str(a) for a in argv])
-    except SystemExit as exc:
-        return exc.code
-    return 0
-
-
 def test_unknown_format_and_unreadable_files_write_nothing(tmp_path, capsys):
     db = tmp_path / "k.duckdb"
     junk = tmp_path / "notes.txt"
@@ -179,7 +168,7 @@ def test_nothing_valid_and_strict(tmp_path, capsys):
     assert "--strict: 6 record(s) rejected" in err and "openai.jsonl:3: malformed JSON" in err
     assert not db.exists()
     # Into an existing DB: a failed audit adds nothing to it.
-    execute([FIX / "sessions.jsonl"], db=db, echo=lambda *_: None)
+    quiet_audit([FIX / "sessions.jsonl"], db)
     assert cli("audit", FIX / "openai.jsonl", "--strict", "--db", db) == 1
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM audits").fetchone()[0] == 1
@@ -259,15 +248,13 @@ def test_tokenizer_counts_spor_and_finds_a_timestamp_at_the_top(tmp_path):
 
 @pytest.mark.slow
 def test_measured_bytes_per_token_preferred(tmp_path):
-    from kvreport.runner.commands.run import execute as run
-
     db = tmp_path / "k.duckdb"
     # A float32 run's 1,024 B/token (2x2x4x16x4) is twice what the audit prices (16-bit): it is not used.
-    run("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None, only=["cache_tensors"])
+    quiet_run(db, only=["cache_tensors"])
     s, con = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
     con.close()
     assert s["kv_bytes_source"] == "formula" and s["kv_bytes_per_token"] == 512
-    run("tiny-gpt2", "cpu", "bfloat16", ["2"], True, db, echo=lambda *_: None, only=["cache_tensors"])
+    quiet_run(db, dtype="bfloat16", only=["cache_tensors"])
     s, _ = audit(tmp_path, FIX / "sessions.csv", db_name="k.duckdb", model="tiny-gpt2")
     assert s["kv_bytes_source"] == "measured" and s["kv_bytes_per_token"] == 512
     assert "run 2" in s["kv_bytes_detail"] and "bfloat16" in s["kv_bytes_detail"]
@@ -378,8 +365,7 @@ def test_a_model_with_constant_state_adds_it_to_every_session(tmp_path):
 def test_guardrails_report_the_distribution_beside_the_count(tmp_path):
     """sessions.csv's three good sessions hold 2,450, 4,150 and 14,000 tokens of context (x 36,864 B/token for
     gpt2 at 16 bits: 90.3, 153.0, 516.1 MB) with SPOR 2000/2150, 4000/4050 and 1500/13500."""
-    said: list[str] = []
-    s = execute([FIX / "sessions.csv"], db=tmp_path / "a.duckdb", model="gpt2", gpu="H200", echo=said.append)
+    s, said = audit_printed([FIX / "sessions.csv"], db=tmp_path / "a.duckdb", model="gpt2", gpu="H200")
     # The default KV limit: 1/1024 of the H200's 141 GB (vLLM's default batch on a GPU of >= 70 GiB that is not
     # an A100), 137.7 MB: two sessions over it, not all three as under the article's 15 MB.
     assert s["kv_max_bytes"] == pytest.approx(141e9 / 1024, abs=1) and "1/1024" in s["kv_max_basis"]
@@ -395,6 +381,48 @@ def test_guardrails_report_the_distribution_beside_the_count(tmp_path):
     assert "2 of 3 session(s)" in spor_line and "p50 93.0%, p90 98.8%, max 98.8%" in spor_line
     # an A100 batches 256 by default, whatever its memory; a GPU named by its size alone, too
     for gpu, share in (("A100 80GB", 80e9 / 256), ("48GB", 48e9 / 256)):
-        s = execute([FIX / "sessions.csv"], db=tmp_path / f"{gpu}.duckdb", model="gpt2", gpu=gpu,
-                    echo=lambda *_: None)
+        s = quiet_audit([FIX / "sessions.csv"], db=tmp_path / f"{gpu}.duckdb", model="gpt2", gpu=gpu)
         assert s["kv_max_bytes"] == pytest.approx(share, abs=1) and "1/256" in s["kv_max_basis"]
+
+
+# --- the library call and its request -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fields,option", [
+    (dict(fmt="csv"), "--format"), (dict(idle_timeout=float("nan")), "--idle-timeout"),
+    (dict(spor_max=1.5), "--spor-max"), (dict(memory_limit="1KB"), "--memory-limit"), (dict(gpu="A100"), "--gpu"),
+    (dict(since="yesterday"), "--since"), (dict(since="2026-11-02", until="2026-11-01"), "--since"),
+    (dict(model="gpt2", kv_bytes_per_token=1e3), "--kv-bytes-per-token"), (dict(ray="logs.jsonl"), "--ray"),
+    (dict(ray="local", ray_workers=0), "--ray-workers")])
+def test_a_request_checks_itself_before_any_file_is_read(fields, option):
+    from kvreport.runner.audit.api import AuditRequest
+    from kvreport.runner.core.errors import UserError
+
+    with pytest.raises(UserError, match=option):
+        AuditRequest(**fields)
+
+
+def test_a_request_is_frozen_and_normalised():
+    import dataclasses
+
+    from kvreport.runner.audit.api import AuditRequest
+
+    r = AuditRequest(session_keys=["a.b"], memory_limit="2gb", since="2026-11-01T01:00:00+01:00")
+    assert r.session_keys == ("a.b",) and r.memory_limit == "2GB"
+    assert r.window == (dt.datetime(2026, 11, 1), None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.strict = True  # type: ignore[misc]
+
+
+def test_quiet_and_verbose(tmp_path):
+    from conftest import cli_in_process
+
+    db = tmp_path / "k.duckdb"
+    full = cli_in_process("audit", FIX / "openai.jsonl", FIX / "anthropic.jsonl", "--db", db)
+    quiet = cli_in_process("audit", FIX / "openai.jsonl", "--db", db, "--quiet")
+    verbose = cli_in_process("audit", FIX / "openai.jsonl", FIX / "anthropic.jsonl", "--db", db, "--verbose")
+    assert full.returncode == quiet.returncode == verbose.returncode == 0
+    assert full.stdout.startswith("no --model") and "read openai.jsonl" not in full.stdout
+    assert quiet.stdout.splitlines() == [f"audit-2: 3 calls in 2 sessions from 1 file(s) (openai) -> {db}"]
+    lines = verbose.stdout.splitlines()
+    assert lines[1].startswith("  read openai.jsonl: 10 lines, ") and lines[2].startswith("  read anthropic.jsonl: ")
+    assert lines[3:] == [line.replace("audit-1", "audit-3") for line in full.stdout.splitlines()[1:]]

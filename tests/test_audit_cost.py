@@ -14,9 +14,8 @@ import duckdb
 import pytest
 
 from kvreport.runner.audit.kv_pricing import gpu_memory
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
-from conftest import audit_and_open as _audit, quiet_audit
+from conftest import audit_and_open as _audit, audit_printed, quiet_audit
 
 genai_prices = pytest.importorskip("genai_prices")
 
@@ -400,7 +399,7 @@ def test_an_audit_is_priced_the_same_whatever_else_its_db_holds(tmp_path, model)
     shutil.copy(Path(__file__).parent / "fixtures" / "site" / "kvreport.duckdb", crowded)
     figures = []
     for db in (tmp_path / "fresh.duckdb", crowded):
-        s = execute([log], db=db, model=model, gpu_hour_price=2.5, echo=lambda *_: None)
+        s = quiet_audit([log], db=db, model=model, gpu_hour_price=2.5)
         figures.append(_figures(db, s["audit_id"]))
     assert figures[0] == figures[1]
     summary = figures[0]["audits"][0]
@@ -427,8 +426,7 @@ def test_a_gpu_without_a_known_size_is_a_user_error(gpu):
 def test_model_defaults_and_hints(tmp_path):
     log = _write(tmp_path / "openai.jsonl", [_openai("a", "2025-06-02T00:00:00Z", "gpt-4o", 100, 0, 0),
                                              _openai("b", "2025-06-02T01:00:00Z", "gpt-4o", 100, 0, 0)])
-    said: list[str] = []
-    s = execute([log], db=tmp_path / "a.duckdb", echo=said.append, gpu_hour_price=2.0)
+    s, said = audit_printed([log], db=tmp_path / "a.duckdb", gpu_hour_price=2.0)
     # no --model: KV not priced (no model guessed), said once before the audit, with how to price it
     assert [line for line in said if "--kv-bytes-per-token N" in line] == [said[0]] and "--model" in said[0]
     assert not any("gpt2" in line for line in said)
@@ -452,10 +450,10 @@ def test_model_defaults_and_hints(tmp_path):
     assert stored[:3] == (0, 0, 0) and stored[3] > 0 and stored[4] > 0
     # an API model's name: said to be one, with what --model takes instead, on one line
     with pytest.raises(UserError, match=r"gpt-4o: an API model .*open model.*--kv-bytes-per-token") as exc:
-        execute([log], db=tmp_path / "b.duckdb", model="gpt-4o", echo=lambda *_: None)
+        quiet_audit([log], db=tmp_path / "b.duckdb", model="gpt-4o")
     assert "\n" not in str(exc.value) and exc.value.exit_code == 2
-    s = execute([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072, echo=lambda *_: None)
+    s = quiet_audit([log], db=tmp_path / "c.duckdb", kv_bytes_per_token=131_072)
     assert s["kv_bytes_per_token"] == 131_072 and s["kv_bytes_source"] == "given"
     for bad in (dict(kv_bytes_per_token=0.0), dict(kv_bytes_per_token=1e3, model="gpt2")):
         with pytest.raises(UserError, match="--kv-bytes-per-token"):
-            execute([log], db=tmp_path / "d.duckdb", echo=lambda *_: None, **bad)
+            quiet_audit([log], db=tmp_path / "d.duckdb", **bad)

@@ -207,8 +207,8 @@ def jsonl_file(draw, base) -> list[Line]:
 def _audit(path: Path, db: Path, strict: bool = False) -> tuple[int, str]:
     """`kvreport audit PATH --db DB [--strict]`'s exit code and error message, as the CLI ends it: 0, or a
     UserError's code and message. Anything else (the CLI's "internal error") propagates with its traceback
-    and fails the test. In-process through `execute`: building the Typer app per call costs more than
-    the audit itself."""
+    and fails the test. In-process through the library (runner/audit/api.py): building the Typer app per call
+    costs more than the audit itself."""
     from kvreport.runner.core.errors import UserError
 
     try:

@@ -9,9 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.commands.audit import execute
-
-from conftest import run_cli
+from conftest import audit_result, quiet_audit, run_cli
+from kvreport.runner.commands.output import Output
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 
@@ -50,9 +49,9 @@ def test_gz_and_zst_give_the_same_audit_as_the_plain_file(tmp_path):
     (tmp_path / "oddly-named.log").write_bytes(_zst(raw))  # told by its bytes, not its name
     out = {}
     for name in ("log.jsonl.gz", "log.jsonl.zst", "oddly-named.log"):
-        execute([tmp_path / name], db=tmp_path / f"{name}.duckdb", echo=lambda *_: None)
+        quiet_audit([tmp_path / name], db=tmp_path / f"{name}.duckdb")
         out[name] = _results(tmp_path / f"{name}.duckdb")
-    execute([FIX / "openai.jsonl"], db=tmp_path / "plain.duckdb", echo=lambda *_: None)
+    quiet_audit([FIX / "openai.jsonl"], db=tmp_path / "plain.duckdb")
     plain = _results(tmp_path / "plain.duckdb")
     assert plain[2]["n_rejects"] == 6 and plain[1][0][1] == 3  # bad lines keep their numbers
     for calls, rej, summary in out.values():
@@ -71,8 +70,8 @@ def test_compressed_sessions_csv_and_messy_lines(tmp_path):
     (tmp_path / "messy.jsonl.zst").write_bytes(_zst(messy))
     (tmp_path / "messy.jsonl").write_bytes(messy)
     for a, b in (("s.csv.gz", FIX / "sessions.csv"), ("messy.jsonl.zst", tmp_path / "messy.jsonl")):
-        execute([tmp_path / a], db=tmp_path / f"{a}.duckdb", echo=lambda *_: None)
-        execute([b], db=tmp_path / f"{a}-plain.duckdb", echo=lambda *_: None)
+        quiet_audit([tmp_path / a], db=tmp_path / f"{a}.duckdb")
+        quiet_audit([b], db=tmp_path / f"{a}-plain.duckdb")
         x, y = _results(tmp_path / f"{a}.duckdb"), _results(tmp_path / f"{a}-plain.duckdb")
         assert _no_file(x[0]) == _no_file(y[0]) and _no_file(x[1]) == _no_file(y[1]) and x[2] == y[2]
 
@@ -85,12 +84,12 @@ def test_folders_and_quoted_globs_read_every_file_and_name_it(tmp_path):
     (logs / "2026-11" / "a.jsonl").write_text("".join(lines[:5]))
     (logs / "2026-11" / "b.jsonl.gz").write_bytes(gzip.compress("".join(lines[5:]).encode()))
     (logs / ".hidden.jsonl").write_text("not even json\n")  # hidden files are not logs
-    s = execute([logs], db=tmp_path / "dir.duckdb", echo=lambda *_: None)
+    s = quiet_audit([logs], db=tmp_path / "dir.duckdb")
     calls, rej, _ = _results(tmp_path / "dir.duckdb")
     assert s["n_calls"] == 3 and s["n_rejects"] == 6
     assert {r[0] for r in rej} == {"a.jsonl", "b.jsonl.gz"} and ("a.jsonl", 3, "malformed JSON") in rej
     assert ("b.jsonl.gz", 1, "usage.prompt_tokens is not an integer (got 12.5)") in rej  # line 6 of the whole
-    s2 = execute([str(logs / "2026-11" / "*.jsonl*")], db=tmp_path / "glob.duckdb", echo=lambda *_: None)
+    s2 = quiet_audit([str(logs / "2026-11" / "*.jsonl*")], db=tmp_path / "glob.duckdb")
     assert s2["n_calls"] == 3 and _results(tmp_path / "glob.duckdb")[1] == rej
 
 
@@ -124,7 +123,7 @@ def test_since_until_audit_a_time_window(tmp_path):
                    + "".join(json.dumps({"session_id": "edge", "timestamp": ts, "response": {"usage": {
                        "prompt_tokens": n, "completion_tokens": 1}}}) + "\n"
                              for ts, n in (("2026-11-01T06:00:00Z", 1), ("2026-11-01T09:00:00Z", 2))))
-    s = execute([log], db=tmp_path / "w.duckdb", echo=lambda *_: None, since="2026-11-01T06:00:00Z",
+    s = quiet_audit([log], db=tmp_path / "w.duckdb", since="2026-11-01T06:00:00Z",
                 until="2026-11-01T10:00:00+01:00")  # 06:00 to 09:00 UTC
     calls, rej, _ = _results(tmp_path / "w.duckdb")
     # [since, until): the call at 06:00 is in, the one at 09:00 out; the call with no time is out too
@@ -139,7 +138,9 @@ def test_progress_only_on_a_terminal(tmp_path, capsys):
     assert run_cli("audit", FIX / "openai.jsonl", "--db", tmp_path / "a.duckdb") == 0
     err = capsys.readouterr().err
     assert "lines/s" not in err and "\x1b[" not in err  # not a terminal here: quiet
-    execute([FIX / "openai.jsonl", FIX / "anthropic.jsonl"], db=tmp_path / "b.duckdb", progress=True)
+    with Output(bar=True) as out:
+        audit_result([FIX / "openai.jsonl", FIX / "anthropic.jsonl"], tmp_path / "b.duckdb", on_event=out,
+                     progress=True)
     assert "lines/s" in capsys.readouterr().err  # forced on, as on a terminal
 
 
@@ -162,7 +163,7 @@ def test_slices_give_the_same_prompt_bloat_as_one_pass(tmp_path, monkeypatch):
     log.write_text("\n".join(lines) + "\n")
 
     def bloat(db):
-        execute([log], db=db, tokenizer=str(tok), echo=lambda *_: None)
+        quiet_audit([log], db=db, tokenizer=str(tok))
         con = duckdb.connect(str(db), read_only=True)
         rows = con.execute("SELECT * EXCLUDE (audit_id) FROM token_bloat ORDER BY session_id").fetchall()
         con.close()
@@ -186,7 +187,7 @@ def test_spilled_tables_survive_until_they_are_stored(tmp_path):
     duckdb.sql(f"""COPY (SELECT 's-' || (i % 5000) AS session_id, 1735689600 + i AS timestamp,
                           {{'usage': {{'prompt_tokens': 100 + i % 50, 'completion_tokens': 7}}}} AS response
                         FROM range(300000) t(i)) TO '{log}' (FORMAT JSON)""")
-    s = execute([log], db=tmp_path / "k.duckdb", memory_limit="80MB", echo=lambda *_: None)
+    s = quiet_audit([log], db=tmp_path / "k.duckdb", memory_limit="80MB")
     assert s["n_calls"] == 300000
 
 
@@ -197,7 +198,7 @@ def test_calls_are_stored_narrow_with_their_labels(tmp_path, monkeypatch):
     hash collision, by comparing the strings."""
     from kvreport.runner.audit import engine
 
-    execute([FIX / "sessions.jsonl"], db=tmp_path / "one.duckdb", echo=lambda *_: None)  # one label: no lookup
+    quiet_audit([FIX / "sessions.jsonl"], db=tmp_path / "one.duckdb")  # one label: no lookup
     con = duckdb.connect(str(tmp_path / "one.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM token_call_labels").fetchone()[0] == 1
     one = con.execute("SELECT count(*), count(source), count(format), count(line) FROM token_calls").fetchone()
@@ -205,7 +206,7 @@ def test_calls_are_stored_narrow_with_their_labels(tmp_path, monkeypatch):
     assert one[0] > 1 and len(set(one)) == 1
 
     logs = [FIX / "openai.jsonl", FIX / "anthropic.jsonl", FIX / "litellm.jsonl", FIX / "otel.jsonl"]
-    execute(logs, db=tmp_path / "hash.duckdb", echo=lambda *_: None)
+    quiet_audit(logs, db=tmp_path / "hash.duckdb")
     con = duckdb.connect(str(tmp_path / "hash.duckdb"), read_only=True)
     labels = con.execute("SELECT source, format, provider_name, request_model, response_model FROM token_call_labels "
                          "ORDER BY label_id").fetchall()
@@ -216,7 +217,7 @@ def test_calls_are_stored_narrow_with_their_labels(tmp_path, monkeypatch):
     assert len(calls) == n_rows and all(c[1] is not None and c[3] for c in calls)  # every call has its source, format
 
     monkeypatch.setattr(engine, "labels_hash_apart", lambda con: False)
-    execute(logs, db=tmp_path / "strings.duckdb", echo=lambda *_: None)
+    quiet_audit(logs, db=tmp_path / "strings.duckdb")
     con = duckdb.connect(str(tmp_path / "strings.duckdb"), read_only=True)
     assert con.execute("SELECT * EXCLUDE (audit_id) FROM token_calls ORDER BY source, line").fetchall() == calls
     con.close()
@@ -244,7 +245,7 @@ def test_since_until_also_bounds_the_prompt_bloat_analysis(tmp_path):
                                  "response": {"usage": {"prompt_tokens": 100 + h, "completion_tokens": 1}}}))
     log = tmp_path / "chat.jsonl"
     log.write_text("\n".join(lines) + "\n")
-    execute([log], db=tmp_path / "w.duckdb", echo=lambda *_: None, since="2026-11-01T05:00:00Z")
+    quiet_audit([log], db=tmp_path / "w.duckdb", since="2026-11-01T05:00:00Z")
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
         n_calls = con.execute("SELECT count(*) FROM token_calls").fetchone()[0]
         bloat_calls = con.execute("SELECT sum(n_calls) FROM token_bloat").fetchone()[0]

@@ -18,8 +18,9 @@ import pytest
 from kvreport.runner.audit.distributed import FLOAT_DIGITS, RayAuditError, check_address
 from kvreport.runner.audit.ray_tasks import FAULTS_ENV
 from kvreport.runner.audit.engine import TABLES
-from kvreport.runner.commands.audit import execute
+from kvreport.runner.commands.output import Output
 from kvreport.runner.core.errors import UserError
+from conftest import audit_result, quiet_audit
 
 ray = pytest.importorskip("ray")
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -64,10 +65,6 @@ def _processes_of(session: str) -> list[str]:
     return out
 
 
-def _quiet(*_):
-    pass
-
-
 def _select(con, db: str, table: str) -> str:
     """The table's rows with DOUBLEs rounded to FLOAT_DIGITS significant digits (the documented step: sums over
     many rows are added in another order) and the per-run columns left out."""
@@ -105,10 +102,9 @@ def assert_same_audit(db_one: Path, db_ray: Path) -> dict[str, int]:
 
 
 def _both(tmp_path: Path, paths: list[Path], **kw) -> tuple[dict, dict, dict[str, int]]:
-    one = execute(paths, db=tmp_path / "one.duckdb", echo=_quiet, **kw)
-    info: dict = {}
-    two = execute(paths, db=tmp_path / "ray.duckdb", echo=_quiet, ray="local", ray_partitions=3, ray_info=info, **kw)
-    return one, two, assert_same_audit(tmp_path / "one.duckdb", tmp_path / "ray.duckdb") | {"run": info["run"]}
+    one = quiet_audit(paths, db=tmp_path / "one.duckdb", **kw)
+    two = audit_result(paths, tmp_path / "ray.duckdb", ray="local", ray_partitions=3, **kw)
+    return one, two.summary, assert_same_audit(tmp_path / "one.duckdb", tmp_path / "ray.duckdb") | {"run": two.ray_run}
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +210,7 @@ def test_a_partition_that_fails_twice_fails_the_audit_naming_its_files(tmp_path,
     scratch = tmp_path / "scratch"
     try:
         with pytest.raises(RayAuditError) as err:
-            execute(paths, db=tmp_path / "ray.duckdb", echo=_quiet, ray="local", ray_partitions=2, ray_scratch=scratch)
+            quiet_audit(paths, db=tmp_path / "ray.duckdb", ray="local", ray_partitions=2, ray_scratch=scratch)
     finally:
         (faults / "crash-reduce-0").unlink()
     msg = str(err.value)
@@ -225,12 +221,12 @@ def test_a_partition_that_fails_twice_fails_the_audit_naming_its_files(tmp_path,
 
 def test_a_bad_file_fails_the_audit_before_anything_is_written(tmp_path):
     db = tmp_path / "kept.duckdb"
-    execute([FIX / "openai.jsonl"], db=db, echo=_quiet)  # an existing DB with one audit
+    quiet_audit([FIX / "openai.jsonl"], db=db)  # an existing DB with one audit
     bad = tmp_path / "bad.jsonl.gz"
     bad.write_bytes(gzip.compress((FIX / "openai.jsonl").read_bytes())[:-40])  # cut short: fails when read
     scratch = tmp_path / "scratch"
     with pytest.raises(UserError) as err:
-        execute([FIX / "anthropic.jsonl", bad], db=db, echo=_quiet, ray="local", ray_scratch=scratch)
+        quiet_audit([FIX / "anthropic.jsonl", bad], db=db, ray="local", ray_scratch=scratch)
     assert str(bad) in str(err.value)
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -254,11 +250,12 @@ def test_ray_address_is_checked(value, ok):
 
 def test_progress_only_on_a_terminal(tmp_path, capsys):
     paths = sorted(FIX.glob("*.jsonl"))
-    execute(paths, db=tmp_path / "a.duckdb", ray="local", echo=_quiet)
+    quiet_audit(paths, db=tmp_path / "a.duckdb", ray="local")
     err = capsys.readouterr().err
     assert "files mapped" not in err and "\x1b[" not in err  # not a terminal here: quiet
-    execute(paths, db=tmp_path / "b.duckdb", ray="local", echo=_quiet, progress=True)
-    err = capsys.readouterr().err  # forced on, as on a terminal
+    with Output(bar=True) as out:  # forced on, as on a terminal
+        audit_result(paths, tmp_path / "b.duckdb", ray="local", on_event=out, progress=True)
+    err = capsys.readouterr().err
     assert "files mapped" in err and "partitions reduced" in err and "calls/s" in err
 
 
@@ -267,8 +264,8 @@ def test_strict_fails_as_in_one_process_with_nothing_written(tmp_path):
 
     paths = [FIX / "openai.jsonl", FIX / "anthropic.jsonl"]
     with pytest.raises(StrictRejects) as one:
-        execute(paths, db=tmp_path / "one.duckdb", echo=_quiet, strict=True)
+        quiet_audit(paths, db=tmp_path / "one.duckdb", strict=True)
     with pytest.raises(StrictRejects) as two:
-        execute(paths, db=tmp_path / "ray.duckdb", echo=_quiet, strict=True, ray="local")
+        quiet_audit(paths, db=tmp_path / "ray.duckdb", strict=True, ray="local")
     assert str(one.value) == str(two.value)  # the same rejects, in the same order
     assert not (tmp_path / "ray.duckdb").exists()

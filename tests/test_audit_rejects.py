@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.commands.audit import execute
+from conftest import quiet_audit
 
 SQL = Path(str(resources.files("kvreport.runner.audit") / "sql"))
 
@@ -329,7 +329,7 @@ def audit_rejects(tmp_path, fmt: str, lines: list, suffix: str = ".jsonl") -> di
     log = tmp_path / f"log{suffix}"
     log.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8")
     db = tmp_path / "a.duckdb"
-    execute([log], fmt=fmt, db=db, echo=lambda *_: None)
+    quiet_audit([log], fmt=fmt, db=db)
     con = duckdb.connect(str(db), read_only=True)
     try:
         return dict(con.execute("SELECT line, reason FROM token_rejects ORDER BY line").fetchall())
@@ -404,7 +404,7 @@ def test_every_sessions_parquet_rule(tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(GOOD["sessions"]) + "\n", encoding="utf-8")
     db = tmp_path / "a.duckdb"
-    execute([good, typed, flag], db=db, echo=lambda *_: None)
+    quiet_audit([good, typed, flag], db=db)
     con = duckdb.connect(str(db), read_only=True)
     rejects = con.execute("SELECT source, line, reason FROM token_rejects ORDER BY source, line").fetchall()
     con.close()
@@ -422,7 +422,7 @@ def test_a_bad_time_at_the_users_time_key_is_a_reject_naming_the_key(tmp_path, f
     log.write_text("".join(json.dumps(dict(x, meta=x.get("meta", {"t": "2025-01-01T00:00:00Z"}))) + "\n"
                            for x in (good, bad)), encoding="utf-8")
     db = tmp_path / "a.duckdb"
-    execute([log], fmt=fmt, db=db, echo=lambda *_: None, time_key="meta.t")
+    quiet_audit([log], fmt=fmt, db=db, time_key="meta.t")
     con = duckdb.connect(str(db), read_only=True)
     got = dict(con.execute("SELECT line, reason FROM token_rejects").fetchall())
     con.close()
@@ -435,7 +435,7 @@ def test_an_otlp_document_reports_its_rejected_spans(tmp_path):
     doc = tmp_path / "trace.json"
     doc.write_text(json.dumps(otlp(span(), span("d2", gen_ai__usage__input_tokens=-4)), indent=2), encoding="utf-8")
     db = tmp_path / "a.duckdb"
-    execute([doc], db=db, echo=lambda *_: None)
+    quiet_audit([doc], db=db)
     con = duckdb.connect(str(db), read_only=True)
     got = [r[0] for r in con.execute("SELECT reason FROM token_rejects").fetchall()]
     con.close()

@@ -9,9 +9,7 @@ import duckdb
 import pytest
 import torch
 
-from kvreport.runner.commands.audit import execute as audit
-from kvreport.runner.commands.run import execute as run
-
+from conftest import quiet_audit, quiet_run
 from htmldoc import Doc
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
@@ -23,8 +21,8 @@ def site(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("audit-site")
     db = tmp / "k.duckdb"
-    run("tiny-gpt2", "cpu", "auto", ["audit"], True, db, echo=lambda *_: None)
-    audit([FIX / "xss.jsonl"], db=db, echo=lambda *_: None)
+    quiet_run(db, dtype="auto", groups="traffic")
+    quiet_audit([FIX / "xss.jsonl"], db)
     build_site(db, tmp / "site")
     return db, tmp / "site"
 

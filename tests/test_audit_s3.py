@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kvreport.runner.commands.audit import execute
 from kvreport.runner.core.errors import UserError
+from conftest import quiet_audit
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -74,9 +74,9 @@ def test_a_glob_in_a_bucket_is_the_audit_of_the_same_files_on_disk(tmp_path, buc
     local.mkdir()
     for name in LOGS:
         (local / name).write_bytes((FIX / name).read_bytes())
-    execute([local / n for n in sorted(LOGS)], db=tmp_path / "disk.duckdb", echo=lambda *_: None)
+    quiet_audit([local / n for n in sorted(LOGS)], db=tmp_path / "disk.duckdb")
     # as the command line hands it over: a Path, which pathlib has made s3:/traffic/...
-    execute([Path(f"s3://{bucket}/logs/*")], db=tmp_path / "s3.duckdb", echo=lambda *_: None)
+    quiet_audit([Path(f"s3://{bucket}/logs/*")], db=tmp_path / "s3.duckdb")
     disk, s3 = _rows(tmp_path / "disk.duckdb"), _rows(tmp_path / "s3.duckdb")
     strip = [(f.removesuffix(".gz"), *rest) for f, *rest in s3[0]]
     assert strip == disk[0] and len(disk[0]) > 5
@@ -86,7 +86,7 @@ def test_a_glob_in_a_bucket_is_the_audit_of_the_same_files_on_disk(tmp_path, buc
 
 def test_a_missing_object_is_one_line_naming_it(tmp_path, bucket):
     with pytest.raises(UserError, match=r"s3://traffic/logs/nope\.jsonl: no such object"):
-        execute(["s3://traffic/logs/nope.jsonl"], db=tmp_path / "a.duckdb", echo=lambda *_: None)
+        quiet_audit(["s3://traffic/logs/nope.jsonl"], db=tmp_path / "a.duckdb")
     assert not (tmp_path / "a.duckdb").exists()
 
 
@@ -97,8 +97,8 @@ def test_the_same_objects_on_ray_give_the_same_audit(tmp_path, bucket):
     from test_audit_ray import assert_same_audit
 
     url = [Path(f"s3://{bucket}/logs/*")]
-    execute(url, db=tmp_path / "one.duckdb", echo=lambda *_: None)
+    quiet_audit(url, db=tmp_path / "one.duckdb")
     scratch = tmp_path / "scratch"
-    execute(url, db=tmp_path / "ray.duckdb", echo=lambda *_: None, ray="local", ray_workers=2, ray_scratch=scratch)
+    quiet_audit(url, db=tmp_path / "ray.duckdb", ray="local", ray_workers=2, ray_scratch=scratch)
     counts = assert_same_audit(tmp_path / "one.duckdb", tmp_path / "ray.duckdb")
     assert counts["token_call_rows"] > 5 and not list(scratch.iterdir())

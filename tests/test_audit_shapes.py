@@ -16,8 +16,7 @@ import pytest
 from kvreport.runner.audit.formats import FORMATS, SHAPES
 from kvreport.runner.audit.logfiles import AuditInputError
 from kvreport.runner.commands.audit import audit as audit_command
-from kvreport.runner.commands.audit import execute
-from conftest import run_cli
+from conftest import audit_printed, run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 ROOT = Path(__file__).parent.parent
@@ -111,8 +110,7 @@ OWN = ("n_calls", "input_tokens", "cached_input_tokens", "output_tokens", "pcer"
 
 def audit(tmp_path, files, db_name="a.duckdb", **kw):
     db = tmp_path / db_name
-    lines: list[str] = []
-    summary = execute([Path(f) for f in files], db=db, echo=lines.append, **kw)
+    summary, lines = audit_printed(files, db, **kw)
     return summary, duckdb.connect(str(db), read_only=True), lines
 
 

@@ -1,5 +1,6 @@
 """The command line: the whole path run -> DB -> build, and bad input that must exit cleanly."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from htmldoc import Doc
 def quick_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     db = tmp / "k.duckdb"
-    r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--iterations", "1,2", "--only",
+    r = kvreport("run", "--model", "tiny-gpt2", "--quick", "--groups", "allocator,cache", "--only",
                  "allocator_memory,cache_tensors", "--db", str(db))
     assert r.returncode == 0, r.stderr
     return tmp, db, r
@@ -25,6 +26,7 @@ def quick_run(tmp_path_factory):
 def test_run_records_formula_match_and_skip(quick_run):
     _, db, r = quick_run
     assert "measuring on the CPU" in r.stdout
+    assert "[1/2] allocator_memory\n" in r.stdout and "[2/2] cache_tensors\n" in r.stdout  # no group or number
     con = duckdb.connect(str(db), read_only=True)
     rows = con.execute("SELECT bytes_per_token, formula_bytes_per_token, match FROM cache_tensors").fetchall()
     assert rows and all(m for _, _, m in rows)
@@ -32,8 +34,8 @@ def test_run_records_formula_match_and_skip(quick_run):
     assert rows[0][1] == 1024
     status = dict(con.execute("SELECT experiment, status FROM experiments").fetchall())
     assert status == {"allocator_memory": "skipped", "cache_tensors": "ok"}
-    run = con.execute("SELECT status, device_kind, weights_random, torch_version FROM runs").fetchone()
-    assert run[:3] == ("complete", "cpu", True) and run[3]
+    run = con.execute("SELECT status, device_kind, weights_random, torch_version, iterations FROM runs").fetchone()
+    assert run[:3] == ("complete", "cpu", True) and run[3] and run[4] == "allocator,cache"
 
 
 @pytest.mark.slow
@@ -82,10 +84,34 @@ def test_models_json_lists_builtin_kv_bytes():
     assert items["gpt2"] == 36_864 and items["llama-3.1-8b"] == 131_072
 
 
+@pytest.mark.parametrize("fields,message", [
+    (dict(groups="cache,1"), "--groups 'cache,1': expected a comma-separated list of allocator, cache, serving"),
+    (dict(groups=""), "--groups '': expected"),
+    (dict(only="cache_tensors,kv_memory"), "--only kv_memory: no such experiment; expected some of allocator_memory,"),
+])
+def test_a_run_request_checks_itself(fields, message):
+    from kvreport.runner.core.errors import UserError
+    from kvreport.runner.measure.api import RunRequest
+
+    with pytest.raises(UserError, match=re.escape(message)):
+        RunRequest(**fields)
+
+
+def test_a_run_request_reads_the_options_text():
+    from kvreport.runner.core.groups import parse_groups
+    from kvreport.runner.measure.api import RunRequest
+
+    r = RunRequest(groups=" serving,cache,serving", only="cache_tensors, pressure")
+    assert r.groups == ("serving", "cache") and r.only == ("cache_tensors", "pressure")
+    assert RunRequest().groups == ("allocator", "cache", "serving", "traffic")
+    assert parse_groups("1,audit,2", "--iterations") == ("allocator", "traffic", "cache")
+
+
 @pytest.mark.parametrize("args,needle", [
     (["run", "--model", "gpt5-ultra"], "unknown model 'gpt5-ultra'"),
     (["run", "--device", "cuda", "--model", "tiny-gpt2"], "no CUDA GPU"),
     (["run", "--iterations", "1,7"], "--iterations"),
+    (["run", "--iterations", "1", "--groups", "cache"], "not both"),
     (["run", "--dtype", "int3"], "--dtype"),
     (["run", "--model", "/nonexistent/folder/x"], "no such folder"),
 ])
@@ -170,7 +196,7 @@ def test_run_exits_1_and_lists_the_failed_experiments(tmp_path, monkeypatch, cap
     from kvreport.runner.measure.experiments import Experiment, Result, Skip
 
     def module(name, fn):
-        return types.SimpleNamespace(NAME=name, ITERATION=1, ORDER=0, TABLES=(), run=fn)
+        return types.SimpleNamespace(NAME=name, GROUP="allocator", ORDER=0, TABLES=(), run=fn)
 
     def boom(ctx):
         raise ZeroDivisionError("the measurement divided by zero")
@@ -178,13 +204,13 @@ def test_run_exits_1_and_lists_the_failed_experiments(tmp_path, monkeypatch, cap
     def skip(ctx):
         raise Skip("needs a GPU")
 
-    fakes = [Experiment("fine", "1", 1, module("fine", lambda ctx: Result({}, ["fine ran"]))),
-             Experiment("broken", "1", 2, module("broken", boom)),
-             Experiment("skipping", "1", 3, module("skipping", skip))]
+    fakes = [Experiment("fine", "allocator", 1, module("fine", lambda ctx: Result({}, ["fine ran"]))),
+             Experiment("broken", "allocator", 2, module("broken", boom)),
+             Experiment("skipping", "allocator", 3, module("skipping", skip))]
     monkeypatch.setattr(ex, "registry", lambda: fakes)
     db = tmp_path / "k.duckdb"
     with pytest.raises(SystemExit) as code:
-        cli.main(["run", "--model", "tiny-gpt2", "--device", "cpu", "--quick", "--iterations", "1", "--db", str(db)])
+        cli.main(["run", "--model", "tiny-gpt2", "--device", "cpu", "--quick", "--groups", "allocator", "--db", str(db)])
     assert code.value.code == 1
     out = capsys.readouterr().out
     assert "FAILED: 1 of 3 experiments" in out
@@ -192,8 +218,11 @@ def test_run_exits_1_and_lists_the_failed_experiments(tmp_path, monkeypatch, cap
     assert "skipping" not in out.split("FAILED: 1 of 3")[1]  # a skip is not a failure
 
     monkeypatch.setattr(ex, "registry", lambda: [fakes[0], fakes[2]])
+    # --groups' old name still works (hidden), and says what it now is
     cli.main(["run", "--model", "tiny-gpt2", "--device", "cpu", "--quick", "--iterations", "1", "--db", str(db)])
-    assert "FAILED" not in capsys.readouterr().out  # returned normally: exit status 0
+    said = capsys.readouterr()
+    assert "FAILED" not in said.out  # returned normally: exit status 0
+    assert "[1/2] fine\n" in said.out and "--iterations is deprecated: this is --groups allocator" in said.err
 
 
 def test_findings_prints_the_memory_headline(quick_run):
@@ -291,7 +320,7 @@ def test_the_command_line_is_stored_shell_quoted(monkeypatch):
 
 def test_findings_label_a_standalone_audit_as_an_audit(tmp_path):
     """A standalone audit's headline belongs to no run: it is labelled "audit", not "all runs"."""
-    from kvreport.runner.commands.audit import execute
+    from conftest import quiet_audit
 
     db = tmp_path / "a.duckdb"
     log = tmp_path / "s.jsonl"
@@ -301,7 +330,7 @@ def test_findings_label_a_standalone_audit_as_an_audit(tmp_path):
                    '{"session_id": "b", "timestamp": "2025-06-02T01:00:00Z", "request": {"model": "gpt-4o"}, '
                    '"response": {"object": "chat.completion", "model": "gpt-4o", "usage": {"prompt_tokens": 10, '
                    '"completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}}}}\n')
-    execute([log], db=db, echo=lambda *_: None)
+    quiet_audit([log], db=db)
     r = kvreport("findings", "--db", str(db))
     assert r.returncode == 0, r.stderr
     audit_lines = [line for line in r.stdout.splitlines() if "Traffic audit of" in line]

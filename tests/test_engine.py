@@ -1,8 +1,6 @@
 """The engine view: each vLLM profile's rules, checked against figures read in that release's source and
 against a real vLLM startup log (Llama-3.1-8B on an RTX 3090: 31,232 tokens, 1.56x at 20,000 tokens)."""
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -11,6 +9,7 @@ from kvreport.runner.core import engine
 from kvreport.runner.core.engine.gpus import GIB, MIB
 from kvreport.runner.core.engine.layout import LayerSpec
 from kvreport.runner.core.model_facts import load
+from conftest import cli_process as _kvreport
 
 OLD, MID, NEW = (engine.PROFILES[r] for r in ("0.10.2", "0.20.0", "0.34.0"))
 
@@ -18,11 +17,6 @@ OLD, MID, NEW = (engine.PROFILES[r] for r in ("0.10.2", "0.20.0", "0.34.0"))
 def layout(name, profile, tp=1, kv="auto"):
     target, raw = engine.resolve(name)
     return engine.layout_for(load(target), raw, profile, tp, kv)
-
-
-def _kvreport(*args):
-    return subprocess.run([sys.executable, "-m", "kvreport.runner", *args], capture_output=True, text=True,
-                          timeout=120)
 
 
 def test_profiles_by_release_and_the_newest_is_the_default():

@@ -318,3 +318,13 @@ def test_a_bogus_key_in_a_gpu_only_row_is_reported(schema_columns):
     assert source.count(line) == 1
     keys, unresolved = row_keys(frag, source.replace(line, 'rows.append({"allocator": allocator, "bogus": 1, **p,'))
     assert not unresolved and sorted(keys["fragmentation"] - schema_columns["fragmentation"]) == ["bogus"]
+
+
+def test_the_experiment_names_are_known_without_importing_them():
+    """`--only` is checked from the experiment package's file names (importing the modules imports torch):
+    so each experiment's NAME is its module's name, and each names one of the groups."""
+    from kvreport.runner.core.groups import GROUPS
+    from kvreport.runner.measure.api import experiment_names
+
+    assert experiment_names() == sorted(e.name for e in registry())
+    assert {e.group for e in registry()} == set(GROUPS)

@@ -14,6 +14,7 @@ import pytest
 
 from kvreport.runner.audit import distributed
 from kvreport.runner.audit.distributed import RayAuditError, check_reachable
+from conftest import cli_process
 
 
 def _free_port() -> int:
@@ -68,8 +69,7 @@ def test_audit_with_a_dead_ray_address_gives_up_within_seconds(tmp_path):
     pytest.importorskip("ray")
     address = f"127.0.0.1:{_free_port()}"
     log = os.path.join(os.path.dirname(__file__), "fixtures", "audit", "openai.jsonl")
-    r = subprocess.run([sys.executable, "-m", "kvreport.runner", "audit", log, "--db", str(tmp_path / "a.duckdb"),
-                        "--ray", address], capture_output=True, text=True, timeout=90)
+    r = cli_process("audit", log, "--db", tmp_path / "a.duckdb", "--ray", address, timeout=90)
     assert r.returncode == 1 and f"--ray {address}: no Ray cluster there" in r.stderr.strip().splitlines()[-1], r.stderr
     assert not (tmp_path / "a.duckdb").exists()
 

@@ -48,8 +48,9 @@ def test_reading_commands_never_import_torch(args, db, tmp_path):
     assert not any(n.startswith("kvreport.runner.measure") for n in names)
 
 
-def test_a_bad_iterations_value_is_refused_before_torch_is_imported(tmp_path):
-    names = _imported_modules("run", "--iterations", "1,7", "--db", tmp_path / "k.duckdb", cwd=tmp_path, exit_code=2)
+@pytest.mark.parametrize("option", [["--groups", "cache,7"], ["--only", "cache_tensor"]])
+def test_a_bad_run_option_is_refused_before_torch_is_imported(tmp_path, option):
+    names = _imported_modules("run", *option, "--db", tmp_path / "k.duckdb", cwd=tmp_path, exit_code=2)
     assert "kvreport.runner.commands.run" in names
     assert not sorted(n for n in names if n.split(".")[0] in ("torch", "transformers"))
     assert not (tmp_path / "k.duckdb").exists()

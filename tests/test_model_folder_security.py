@@ -2,10 +2,10 @@
 safetensors only, an index cannot point outside the folder, and a checkpoint above the build budget is not
 loaded whole."""
 import json
-import subprocess
-import sys
 
 import pytest
+
+from conftest import cli_process
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -52,9 +52,8 @@ def test_a_folder_naming_its_own_code_is_refused_by_name(tmp_path, weights):
 @pytest.mark.slow
 def test_run_never_runs_folder_code_even_with_yes_on_stdin(tmp_path):
     folder, marker = _remote_code_folder(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "kvreport.runner", "run", "--model", str(folder), "--quick",
-                          "--only", "cache_tensors", "--db", str(tmp_path / "r.duckdb")],
-                         input="y\n" * 20, capture_output=True, text=True, timeout=300)
+    out = cli_process("run", "--model", folder, "--quick", "--only", "cache_tensors", "--db", tmp_path / "r.duckdb",
+                      input="y\n" * 20)
     assert out.returncode == 2 and "auto_map" in out.stderr and not marker.exists(), out.stderr[-2000:]
 
 

@@ -8,8 +8,6 @@ layer's measured bytes (K, V and states) must equal the facts' bytes for that la
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -17,6 +15,7 @@ import torch
 from kvreport.runner.core import model_facts
 from kvreport.runner.measure.experiments.cache_tensors import measure_layers
 from kvreport.runner.measure.models import ModelError, catalogue_names, load_model, resolve
+from conftest import cli_process
 
 CPU = torch.device("cpu")
 BUDGET = 48 * 2**20
@@ -176,9 +175,8 @@ def test_cli_run_on_a_config_only_folder_records_the_build(tmp_path):
     env = {"KVREPORT_MODEL_BUDGET_GB": "0.05"}
     import os
 
-    out = subprocess.run([sys.executable, "-m", "kvreport.runner", "run", "--model", str(folder), "--device", "cpu",
-                          "--quick", "--only", "cache_tensors,decode_cost", "--db", str(db)],
-                         capture_output=True, text=True, env={**os.environ, **env}, timeout=600)
+    out = cli_process("run", "--model", folder, "--device", "cpu", "--quick", "--only", "cache_tensors,decode_cost",
+                      "--db", db, env={**os.environ, **env}, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     import duckdb
 

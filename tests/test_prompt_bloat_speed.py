@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from kvreport.runner.commands.audit import execute
+from conftest import quiet_audit
 
 WORDS = "alpha beta gamma Reply in JSON please . You are a bot Time : é ü 😀 tool ok".split()
 
@@ -116,7 +116,7 @@ def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypa
 
     monkeypatch.setitem(engine.HOOKS, "tokenize", tokenize)
     with pytest.raises(_Checked):
-        execute([log], db=tmp_path / "a.duckdb", echo=lambda *_: None)
+        quiet_audit([log], db=tmp_path / "a.duckdb")
     assert seen["fast"] == seen["slow"] and len(seen["fast"]) > 200 and seen["plain"] > 100
     texts = seen["texts"]
     assert seen["rest"] > 0  # the log does exercise the search past a line's end

@@ -107,7 +107,7 @@ def test_a_failure_at_any_insert_leaves_no_rows_of_that_experiment(tmp_path, mon
 
 @pytest.mark.slow
 def test_a_failed_write_marks_the_run_failed_and_keeps_the_other_experiments(tmp_path, monkeypatch):
-    from kvreport.runner.commands import run as run_cmd
+    from conftest import quiet_run
 
     real = Store._insert
 
@@ -119,8 +119,7 @@ def test_a_failed_write_marks_the_run_failed_and_keeps_the_other_experiments(tmp
 
     monkeypatch.setattr(Store, "_insert", insert)
     db = tmp_path / "k.duckdb"
-    run_id = run_cmd.execute("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *_: None,
-                             only=["cache_tensors", "device_ceilings"])
+    run_id = quiet_run(db, only=["cache_tensors", "device_ceilings"]).run_id
     monkeypatch.undo()
     with Store(db, read_only=True) as s:
         assert s.query("SELECT status FROM runs WHERE run_id = ?", [run_id])[0]["status"] == "failed"

@@ -17,17 +17,17 @@ from htmldoc import Doc, element_ids, page_text
 
 pytestmark = pytest.mark.slow  # both fixtures run `kvreport run` in-process
 
-ITER2 = ["device_ceilings", "decode_cost", "fragmentation", "compaction"]
+CACHE_GROUP = ["device_ceilings", "decode_cost", "fragmentation", "compaction"]  # the cache group less cache_tensors
 
 
 @pytest.fixture(scope="module")
 def cpu_site(tmp_path_factory):
     from kvreport.analysis.site import build_site
-    from kvreport.runner.commands.run import execute
+    from conftest import quiet_run
 
-    tmp = tmp_path_factory.mktemp("iter2")
+    tmp = tmp_path_factory.mktemp("cache")
     db = tmp / "k.duckdb"
-    execute("tiny-gpt2", "cpu", "float32", ["2"], True, db, echo=lambda *a, **k: None, only=ITER2)
+    quiet_run(db, only=CACHE_GROUP)
     build_site(db, tmp / "site")
     return db, tmp / "site"
 
@@ -135,12 +135,12 @@ def site(tmp_path_factory, tiny):
     """A real quick run of the three experiments, plus a synthetic run whose interference breaks the bound
     (the seed's pattern), written through the Store; then the site."""
     from kvreport.analysis.site import build_site
-    from kvreport.runner.commands.run import execute
+    from conftest import quiet_run
     from kvreport.runner.core.store import Store
 
-    tmp = tmp_path_factory.mktemp("it3")
+    tmp = tmp_path_factory.mktemp("serving")
     db = tmp / "k.duckdb"
-    execute("tiny-gpt2", "cpu", "auto", ["3"], True, db, echo=lambda *a, **k: None)
+    quiet_run(db, dtype="auto", groups="serving")
     with Store(db) as store:
         run_id = store.begin_run({"device_kind": "cuda", "device_name": "Synthetic GPU", "model": "gpt2",
                                   "dtype": "float16", "weights_random": True, "quick": True, "iterations": "3"})

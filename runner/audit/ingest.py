@@ -15,14 +15,11 @@ from ..core.errors import UserError, is_interrupt
 from ..core.errors import shown
 from . import pipeline
 from .fastread import fast_path
-from .formats import FORMATS, SHAPES, Keys, Source, detect, json_keys, reader  # noqa: F401
+from .formats import SHAPES, Keys, Source, reader
 from .linescan import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, NUL, _sanitized_copy, _without_lines, scan_lines
-from .logfiles import AuditInputError, compression, expand_paths  # noqa: F401
+from .logfiles import AuditInputError, compression
 from .prepare import HOOKS
 from .sqlfiles import run_sql, value
-
-# FORMATS, Keys, detect, expand_paths, json_keys: imported from here by the command line
-# (runner/commands/audit.py); their homes are formats.py and logfiles.py.
 
 _SETTING_SIZE = re.compile(r"^\s*([\d.]+)\s*([KMGT]i?B|bytes?)?\s*$", re.IGNORECASE)
 

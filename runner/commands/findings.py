@@ -3,26 +3,29 @@ ledger's and the run-to-run comparison's own one-line answers."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvreport.analysis import claims, regressions
-from kvreport.analysis.headlines import headlines
-from kvreport.analysis.queries import Queries
-from kvreport.analysis.runs import Shown, restrict, shown
-from kvreport.analysis.site import page_modules
-
-from ..core.errors import UserError
-from ..core.errors import StoreError
+from ..core.errors import StoreError, UserError
 from ..core.errors import shown as shown_path
 from ..core.store import Store, current_schema_copy, is_damage
+
+if TYPE_CHECKING:
+    from kvreport.analysis.runs import Shown
 
 
 def findings_of(db: Path, run_id: int | None = None) -> tuple[list[dict], Shown]:
     """Every headline row (the overview's reader, analysis/headlines.py) of the runs the site would show
     (analysis/runs.py: the newest, the newest of each configuration) and of run `run_id`, sorted by run, then
     the ledger's and the comparison's answers over them (no run); and which runs those are."""
+    # The analysis is imported here, not at the top: every other command starts without it.
+    from kvreport.analysis import claims, regressions
+    from kvreport.analysis.headlines import headlines
+    from kvreport.analysis.queries import Queries
+    from kvreport.analysis.runs import restrict, shown
+    from kvreport.analysis.site import page_modules
+
     # An older DB is read through a migrated copy, so every query finds today's tables.
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
         try:

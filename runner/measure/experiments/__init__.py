@@ -1,7 +1,7 @@
 """Experiment registry. Each module in this package is one experiment:
 
     NAME = "cache_tensors"        # also the name in the `experiments` table
-    ITERATION = 2                # 1, 2, 3 or "audit": what `--iterations` selects
+    GROUP = "cache"              # one of core/groups.py GROUPS: what `--groups` selects
     ORDER = 20                   # order within the run (lower first)
     TABLES = ("cache_tensors", "kv_per_layer")   # the tables it fills; their DDL is runner/core/schema/*.sql
     def run(ctx: RunContext) -> Result: ...
@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from ...core.iterations import ITERATIONS
+from ...core.groups import GROUPS
 
 
 class Skip(Exception):
@@ -36,7 +36,7 @@ class Result:
 @dataclass
 class Experiment:
     name: str
-    iteration: str
+    group: str
     order: int
     module: ModuleType
 
@@ -61,8 +61,8 @@ def registry() -> list[Experiment]:
         mod = importlib.import_module(f"{__name__}.{info.name}")
         if not hasattr(mod, "NAME") or not hasattr(mod, "run"):
             continue
-        found.append(Experiment(mod.NAME, str(mod.ITERATION), getattr(mod, "ORDER", 50), mod))
-    return sorted(found, key=lambda e: (ITERATIONS.index(e.iteration), e.order, e.name))
+        found.append(Experiment(mod.NAME, mod.GROUP, getattr(mod, "ORDER", 50), mod))
+    return sorted(found, key=lambda e: (list(GROUPS).index(e.group), e.order, e.name))
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..kv_cache import cache_bytes, forward_with_cache
 from ..probes import CudaAllocator
 
 NAME = "allocator_memory"
-ITERATION = 1
+GROUP = "allocator"
 ORDER = 10
 TABLES = ("allocator_memory",)
 
@@ -73,7 +73,7 @@ def run(ctx: RunContext) -> Result:
         probe, peak = _cuda_probes(ctx.device)
     else:
         raise Skip("needs the CUDA caching allocator (torch.cuda.memory_allocated); the CPU allocator "
-                   "has no per-process counter of live tensor bytes. Iteration 2 measures the tensors "
+                   "has no per-process counter of live tensor bytes. cache_tensors measures the tensors "
                    "directly instead.")
     shape = kv_shape(ctx.config)
     rows = []

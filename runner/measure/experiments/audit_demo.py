@@ -25,7 +25,7 @@ from ..probes import cuda_free_bytes, host_available
 from . import Result, RunContext
 
 NAME = "audit_demo"
-ITERATION = "audit"
+GROUP = "traffic"
 ORDER = 10
 TABLES = AUDIT_TABLES  # the audit tables it fills, through runner/audit (the engine's list)
 

@@ -19,7 +19,7 @@ from ..devices import dtype_name
 from ..kv_cache import forward_with_cache, read_cache, storage_bytes
 
 NAME = "cache_tensors"
-ITERATION = 2
+GROUP = "cache"
 ORDER = 10
 TABLES = ("cache_tensors", "kv_per_layer")
 # Around a window or chunk of W tokens the cache holds min(seq, W-1): W-1, W and W+1 show the cap start.

@@ -27,7 +27,7 @@ from ..probes import FLUSH_FACTOR, MIB, Flusher
 from ..timing import gbs, time_interleaved
 
 NAME = "compaction"
-ITERATION = 2
+GROUP = "cache"
 ORDER = 40
 TABLES = ("compaction", "roof_curve")
 ROOF = "copy roof"  # the roof's name among the interleaved variants

@@ -27,7 +27,7 @@ from ..kv_cache import cache_bytes, forward_with_cache
 from ..models import builtin_names, load_config
 
 NAME = "crossover"
-ITERATION = "3"
+GROUP = "serving"
 ORDER = 30
 TABLES = ("crossover", "kv_fits_formula")
 # crossover_tokens: tokens per request at which batch x KV = weights (fractional: the exact point);

@@ -31,7 +31,7 @@ from ..probes import FLUSH_FACTOR, cuda_free_bytes
 from ..timing import gbs, time_fn
 
 NAME = "decode_cost"
-ITERATION = 2
+GROUP = "cache"
 ORDER = 20
 TABLES = ("decode_cost", "roof_curve")
 # pct_of_peak / pct_of_roof are fractions (0.42 = 42%), like every ratio kvreport stores.

@@ -13,7 +13,7 @@ from ..environment import _cpu_name
 from ..probes import CPU_LLC_CAP, MIB, reported_cpu_cache_bytes
 
 NAME = "device_ceilings"
-ITERATION = 2
+GROUP = "cache"
 ORDER = 1
 TABLES = ("device_ceilings", "roof_curve")
 

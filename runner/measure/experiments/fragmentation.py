@@ -19,7 +19,7 @@ from ...core.kv_formula import kv_shape
 from ..probes import cuda_free_bytes
 
 NAME = "fragmentation"
-ITERATION = 2
+GROUP = "cache"
 ORDER = 30
 TABLES = ("fragmentation",)
 ALLOCATORS = {"default": None, "expandable_segments": "expandable_segments:True"}

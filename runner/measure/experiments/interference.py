@@ -46,7 +46,7 @@ from ..probes import MIB, cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
 
 NAME = "interference"
-ITERATION = "3"
+GROUP = "serving"
 ORDER = 20
 TABLES = ("interference", "roof_curve")
 

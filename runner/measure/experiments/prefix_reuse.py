@@ -30,7 +30,7 @@ from ..probes import CudaAllocator, cuda_free_bytes, host_available
 from ..timing import time_fn, time_interleaved
 
 NAME = "prefix_reuse"
-ITERATION = "audit"
+GROUP = "traffic"
 ORDER = 20
 TABLES = ("prefix_reuse", "prefix_reuse_evict")
 MODES = ("recompute", "system_prefix", "session_prefix")

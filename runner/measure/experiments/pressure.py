@@ -38,7 +38,7 @@ from ..kv_cache import cache_bytes, cache_layers, forward_with_cache
 from ..probes import CudaAllocator, cuda_free_bytes, host_available_bytes, host_total_bytes
 
 NAME = "pressure"
-ITERATION = "3"
+GROUP = "serving"
 ORDER = 10
 TABLES = ("pressure", "concurrent_capacity")
 
