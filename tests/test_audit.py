@@ -421,7 +421,7 @@ def test_quiet_and_verbose(tmp_path):
     quiet = cli_in_process("audit", FIX / "openai.jsonl", "--db", db, "--quiet")
     verbose = cli_in_process("audit", FIX / "openai.jsonl", FIX / "anthropic.jsonl", "--db", db, "--verbose")
     assert full.returncode == quiet.returncode == verbose.returncode == 0
-    assert full.stdout.startswith("no --model") and "read openai.jsonl" not in full.stdout
+    assert full.stdout.startswith("KV cache not priced") and "read openai.jsonl" not in full.stdout
     assert quiet.stdout.splitlines() == [f"audit-2: 3 calls in 2 sessions from 1 file(s) (openai) -> {db}"]
     lines = verbose.stdout.splitlines()
     assert lines[1].startswith("  read openai.jsonl: 10 lines, ") and lines[2].startswith("  read anthropic.jsonl: ")
