@@ -8,6 +8,7 @@ runtime are not subtracted, so every count is an upper bound. `--kv-memory` skip
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..model_facts import ModelFacts, dtype_bytes
 from .gpus import GIB
@@ -134,7 +135,7 @@ def fits(facts: ModelFacts, raw: dict | None, profile: VllmProfile, gpu_bytes: i
     """Requests of each length this release would hold at once on a TP group of `gpu_bytes` GPUs."""
     util = profile.gpu_memory_utilization if utilization is None else utilization
     gib = gpu_bytes / GIB
-    out = {"gpu": gpu_name or f"{gib:.2f} GiB", "gpu_gib": round(gib, 2), "tp": tp, "gpu_memory_utilization": util,
+    out: dict[str, Any] = {"gpu": gpu_name or f"{gib:.2f} GiB", "gpu_gib": round(gib, 2), "tp": tp, "gpu_memory_utilization": util,
            "max_num_seqs": profile.max_num_seqs(gib, gpu_name), "requests": {}, "refused": refusals(
                facts, raw, profile, tp)}
     if out["refused"]:

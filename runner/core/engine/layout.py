@@ -43,15 +43,22 @@ class LayerSpec:
             return ("full", self.block_size)
         return (self.kind, self.block_size, self.window)
 
+    @property
+    def span(self) -> int:
+        """The window of a sliding or chunked layer (set for those kinds; vllm_rules builds none without)."""
+        if self.window is None:
+            raise ValueError(f"a {self.kind} layer with no window")
+        return self.window
+
     def held_blocks(self, seq: int) -> int:
         """Blocks one request of `seq` tokens holds once its last token is allocated (num_computed = seq - 1)."""
         if self.kind == "mamba":
             return 1 if seq else 0
         total = _cdiv(seq, self.block_size)
         if self.kind == "sliding":  # SlidingWindowManager.get_num_skipped_tokens(seq - 1)
-            skipped = max(0, (seq - 1) - self.window + 1)
+            skipped = max(0, (seq - 1) - self.span + 1)
         elif self.kind == "chunked":  # ChunkedLocalAttentionManager.get_num_skipped_tokens(seq - 1)
-            skipped = max(0, seq - 1) // self.window * self.window
+            skipped = max(0, seq - 1) // self.span * self.span
         else:
             skipped = 0
         return total - min(skipped // self.block_size, total)
@@ -61,9 +68,9 @@ class LayerSpec:
         if self.kind == "mamba":
             return 1
         if self.kind == "sliding":
-            return _cdiv(min(self.window - 1 + max_num_batched_tokens, max_model_len), self.block_size) + 1
+            return _cdiv(min(self.span - 1 + max_num_batched_tokens, max_model_len), self.block_size) + 1
         if self.kind == "chunked":
-            return _cdiv(min(self.window + max_num_batched_tokens, max_model_len), self.block_size)
+            return _cdiv(min(self.span + max_num_batched_tokens, max_model_len), self.block_size)
         return _cdiv(max_model_len, self.block_size)
 
 
@@ -130,6 +137,8 @@ def _layer_specs(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int, k
             if isinstance(s, (MLALatentSpec, MLAPerHeadSpec)):
                 width = s.kv_lora_rank + s.qk_rope_head_dim  # MLAAttentionSpec: one head, replicated on ranks
                 per_token = profile.sparse_mla_fp8_bytes_per_token if (fp8 and dsa) else width * kv_bytes
+                if per_token is None:
+                    raise EngineError(f"{facts.name}: vLLM {profile.release} has no fp8 sparse MLA cache")
                 out.append(LayerSpec("mla", profile.mla_block_size, per_token))
                 if s.indexer_head_dim:
                     if profile.indexer_bytes_per_token is None:
@@ -210,13 +219,14 @@ def build_layout(facts: ModelFacts, text: dict, profile: VllmProfile, tp: int = 
         by_spec[s] = by_spec.get(s, 0) + 1
     fewest, most = min(by_spec.values()), max(by_spec.values())
     size = most if (profile.group_size_rule == "min_or_max_1.5" and most < fewest * 1.5) else fewest
-    groups, pad = [], 0
+    grouped: list[Group] = []
+    pad = 0
     for s, n in by_spec.items():
         k = _cdiv(n, size)
         pad += k * size - n
         for i in range(k):
-            groups.append(Group(s, min(size, n - i * size), size, largest))
+            grouped.append(Group(s, min(size, n - i * size), size, largest))
     if pad:
         notes.append(f"{pad} padding layer slot(s) (kv_cache_utils._get_kv_cache_groups_uniform_page_size)")
-    return EngineLayout(profile, tp, kv_cache_dtype, tuple(groups), largest * size, hybrid_block, padding, pad,
+    return EngineLayout(profile, tp, kv_cache_dtype, tuple(grouped), largest * size, hybrid_block, padding, pad,
                         tuple(notes))
