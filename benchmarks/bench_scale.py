@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET_RSS_MB = 1500
 TARGET_S = 600
 
-# kvreport's main() in a child, printing its peak RSS on the way out (the child's own, not this script's).
-_MEASURED = ("import resource, sys\nfrom kvreport.runner.cli import main\ntry:\n    main(sys.argv[1:])\n"
-             "finally:\n    print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
+# kvreport's main() in a child, printing its peak RSS on the way out: VmHWM, its own memory's high-water mark.
+# Not ru_maxrss: Linux carries that across exec, so a child of a big process reports the parent's.
+_MEASURED = ("import sys\nfrom kvreport.runner.cli import main\ntry:\n    main(sys.argv[1:])\n"
+             "finally:\n    print('maxrss_kb', next(int(line.split()[1]) for line in open('/proc/self/status') "
+             "if line.startswith('VmHWM')), file=sys.stderr)")
 
 
 def measure(*args) -> tuple[float, float, int, str]:
