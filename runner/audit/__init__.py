@@ -11,6 +11,7 @@
     fastread.py   the fast readers of clean JSON-lines files (one typed parse per line), lines read again exactly
     kv_pricing.py KV bytes of a session at its own length (model_facts curve: caps, constant states; measured slope)
     dollars.py    the bill: rates looked up once per model (genai-prices, --prices), priced per call in SQL
+    prices_file.py  the --prices file read and checked into a PriceBook
     prompt_bloat.py  the Python steps of the prompt-bloat analysis (tokenizer, slices)
     distributed.py   the Ray driver; ray_tasks.py its tasks (docs/audit-on-ray.md); remote.py: s3:// logs
     tokenizer.py  local Hugging Face tokenizers for --tokenizer (never downloads)

@@ -164,7 +164,8 @@ def audit(paths: list, request: AuditRequest, *, db: Path, on_event: OnEvent | N
     hears the notes a user would read; with `progress` also how far reading is (Kind.FILE, PERCENT, PHASE),
     which costs a polling thread."""
     from . import guardrails
-    from .dollars import load_prices_file, prefetch
+    from .dollars import prefetch
+    from .prices_file import load_prices_file
     from .engine import AuditOptions, next_audit_id, run_audit
     from .formats import Keys, detect, json_keys
     from .kv_pricing import given, kv_pricing

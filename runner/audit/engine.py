@@ -24,6 +24,7 @@ from .formats import Keys, Source, describe_sources, detect
 from .guardrails import ARTICLE_BASIS, ARTICLE_KV_MAX_MB
 from .ingest import ingest
 from .kv_pricing import Memory, Pricing
+from .prices_file import PriceBook
 from .sqlfiles import one, rows, run_sql, value
 from .tokenizer import Tokenizer
 
@@ -65,7 +66,7 @@ class AuditOptions:
     threads: int | None = None
     min_repeat_chars: int = 24
     max_repeat_rows: int = 200
-    price_book: dollars.PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
+    price_book: PriceBook | None = None  # None: genai-prices' bundled snapshot, no overrides
     gpu_hour_price: float | None = None      # USD per GPU-hour: idle KV memory in dollars
     fast_read: bool = True          # let clean files take the fast reader (fastread.py); False: line-exact
 
