@@ -241,7 +241,8 @@ def bars(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: s
         err = None
         if error_y and name in error_y:
             lo, hi = error_y[name]
-            err = dict(type="data", symmetric=False, array=list(hi), arrayminus=list(lo), thickness=1.2)  # already deltas
+            # already deltas
+            err = dict(type="data", symmetric=False, array=list(hi), arrayminus=list(lo), thickness=1.2)
         cats = [str(x) for x in xs]
         if horizontal:
             fig.add_trace(go.Bar(y=cats, x=list(ys), name=str(name), orientation="h"))

@@ -420,7 +420,7 @@ def main() -> None:
         for shape in shapes:
             rows.append(bench_shape(shape, args, Path(d)))
     # On a shared machine wall time depends on the neighbours; CPU seconds (user + system, every thread) less so.
-    print(f"\n| shape | log MB | audit s (CPU s) | floor s (CPU s) | store floor s (CPU s) | audit / floor | "
+    print("\n| shape | log MB | audit s (CPU s) | floor s (CPU s) | store floor s (CPU s) | audit / floor | "
           "audit / store floor (CPU) | audit peak RSS MB |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['shape']} | {r['mb']:,.0f} | {r['audit']:.2f} ({r['audit cpu']:.2f}) | {r['floor']:.2f} "

@@ -93,7 +93,7 @@ def measure() -> dict:
     first = layers[0] if layers else {}
     result.update(key_shape=first.get("key_shape"), value_shape=first.get("value_shape"),
                   layout=first.get("layout"),
-                  cache_bytes_all_layers=sum(l["key_bytes"] + l["value_bytes"] for l in layers))
+                  cache_bytes_all_layers=sum(layer["key_bytes"] + layer["value_bytes"] for layer in layers))
     return result
 
 

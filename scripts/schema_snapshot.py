@@ -23,8 +23,8 @@ def main() -> None:
     apply_steps(con, 0)
     header = (f"-- kvreport schema version {SCHEMA_VERSION}: what runner/core/schema/NNN_*.sql build, in one pass.\n"
               "-- Written by scripts/schema_snapshot.py; never edit by hand: change a step, then run it again.\n"
-              "-- A new DB is created from this file (migrations.create_schema); tests/test_store.py checks it against\n"
-              "-- the steps. Existing DBs still migrate step by step.\n")
+              "-- A new DB is created from this file (migrations.create_schema); tests/test_store.py checks it "
+              "against\n-- the steps. Existing DBs still migrate step by step.\n")
     out = ROOT / "runner" / "core" / "schema" / FRESH_SCHEMA
     out.write_text(header + "".join(f"\n{statement};\n" for statement in schema_ddl(con)), encoding="utf-8")
     print(f"wrote {out.relative_to(ROOT)} (schema version {SCHEMA_VERSION})")

@@ -229,7 +229,7 @@ def test_findings_prints_the_memory_headline(quick_run):
     _, db, _ = quick_run
     r = kvreport("findings", "--db", str(db))
     assert r.returncode == 0, r.stderr
-    line = next(l for l in r.stdout.splitlines() if "B/token" in l)
+    line = next(ln for ln in r.stdout.splitlines() if "B/token" in ln)
     assert "1,024" in line and "tiny-gpt2" in line
 
 
@@ -240,9 +240,9 @@ def test_findings_marks_demonstrations_apart_from_findings(tmp_path):
     shutil.copyfile(Path(__file__).parent / "fixtures" / "site" / "kvreport.duckdb", db)
     r = kvreport("findings", "--db", str(db), "--run", "1")
     assert r.returncode == 0, r.stderr
-    leak = next(l for l in r.stdout.splitlines() if "KV leaked" in l)
+    leak = next(ln for ln in r.stdout.splitlines() if "KV leaked" in ln)
     assert "[demonstration: generated demo traffic" in leak
-    memory = next(l for l in r.stdout.splitlines() if "the formula matches" in l)
+    memory = next(ln for ln in r.stdout.splitlines() if "the formula matches" in ln)
     assert "demonstration" not in memory
 
 

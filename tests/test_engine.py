@@ -6,7 +6,7 @@ import pytest
 
 from kvreport.runner.core.model_facts.catalogue import aliases
 from kvreport.runner.core import engine
-from kvreport.runner.core.engine.gpus import GIB, MIB
+from kvreport.runner.core.engine.gpus import MIB
 from kvreport.runner.core.engine.layout import LayerSpec
 from kvreport.runner.core.model_facts import load
 from conftest import cli_process as _kvreport
@@ -52,7 +52,9 @@ def test_hybrid_attention_block_holds_one_mamba_state(name, profile, block):
 
 
 def test_dsa_indexer_is_132_bytes_per_token_whatever_the_kv_dtype():
-    per_token = lambda lay: lay.block_bytes // 64  # one uniform-type group, 64-token blocks
+    def per_token(lay):  # one uniform-type group, 64-token blocks
+        return lay.block_bytes // 64
+
     assert per_token(layout("deepseek-v3.2", MID)) == 61 * (576 * 2 + 132)
     assert per_token(layout("deepseek-v3.2", MID, kv="fp8")) == 61 * (656 + 132)
     assert per_token(layout("deepseek-v3", MID, kv="fp8")) == 61 * 576
@@ -113,7 +115,7 @@ def test_every_alias_names_one_catalogue_entry():
     assert table["meta-llama/llama-3.1-8b-instruct"] == "llama-3.1-8b"
     name, raw = engine.resolve("meta-llama/Llama-3.1-8B-Instruct")
     assert name == "llama-3.1-8b" and raw["num_key_value_heads"] == 8
-    for repo, name in table.items():
+    for _repo, name in table.items():
         assert engine.resolve(name)[1] is not None
 
 

@@ -11,7 +11,6 @@ dataclass attribute), OPAQUE names where the keys are written instead, and a spr
 resolve at all fails the test until it is resolved or named here.
 """
 import ast
-import importlib
 from pathlib import Path
 
 import pytest

@@ -41,7 +41,7 @@ def test_audits_racing_to_create_one_db_never_remove_each_others_file(tmp_path):
     ok = [r for r in results if r[0] == 0]
     assert ok, results
     assert _audits(db) == [f"audit-{i}" for i in range(1, len(ok) + 1)]  # every success is stored
-    for rc, out, err in results:
+    for rc, _out, err in results:
         if rc:
             assert len(err.strip().splitlines()) == 1 and str(db) in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.duckdb"]  # no temporary DB left

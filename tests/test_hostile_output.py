@@ -106,7 +106,7 @@ def test_stale_scratch_folders_of_dead_processes_are_removed_and_live_ones_kept(
     (stale / "data" / "kvreport.duckdb").write_bytes(b"x" * 100)
     live = tmp_path / f".kvreport-build-{os.getppid()}-abc123"  # our parent runs: not ours to remove
     live.mkdir()
-    other = tmp_path / f".kvreport-build-notapid"
+    other = tmp_path / ".kvreport-build-notapid"
     other.mkdir()
     build_site(db, tmp_path / "site")
     assert not stale.exists() and live.exists() and other.exists()

@@ -77,7 +77,7 @@ def test_pages_are_small_and_plotly_is_loaded_only_where_a_chart_is_drawn(built_
 def test_all_local_links_resolve_and_are_relative(built_site):
     check_links(built_site, [p.name for p in pages_of(built_site)])  # raises naming the page and link
     for page in pages_of(built_site):
-        for tag, a in Doc(page.read_text(encoding="utf-8")).elements:
+        for _tag, a in Doc(page.read_text(encoding="utf-8")).elements:
             for key in ("href", "src"):
                 if key in a:
                     assert not a[key].startswith("/"), f"{page.name}: absolute {key} {a[key]}"
@@ -169,7 +169,7 @@ def test_overview_says_where_the_evidence_stands(built_site, fixture_db):
     assert "no run yet" in first_screen and f"{runs[0][2]} logical CPUs" in first_screen
     assert re.search(r"verdicts on \d+ claims</a></dt><dd>\d+</dd>", first_screen)  # N shown above it
     doc = Doc(text)
-    for run_id, cpu, cpu_count, command in runs:  # a machine card per run, with the command to reproduce it
+    for run_id, _cpu, _cpu_count, command in runs:  # a machine card per run, with the command to reproduce it
         assert doc.find("article", id=f"run-{run_id}"), run_id
         assert command in html.unescape(text)  # shell-quoted, so it may hold quotes (escaped in the HTML)
     # The demo audit's numbers come from generated traffic: labelled a demonstration, not a finding.

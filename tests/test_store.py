@@ -41,7 +41,7 @@ def test_experiment_rows_are_all_or_nothing(tmp_path):
         run_id = s.begin_run(_meta())
         good = {"seq_len": 8, "batch_size": 1, "kv_bytes": 10}
         bad = {"seq_len": "not a number", "batch_size": 1, "kv_bytes": 10}
-        with pytest.raises(Exception):
+        with pytest.raises(duckdb.ConversionException):
             s.record_experiment(run_id, "cache_tensors", "ok", None, {"cache_tensors": [good, bad]})
         assert s.query("SELECT count(*) AS n FROM cache_tensors")[0]["n"] == 0
         assert s.query("SELECT count(*) AS n FROM experiments")[0]["n"] == 0

@@ -83,7 +83,8 @@ def _detail(q, a: dict, site) -> dict:
         "What TTL eviction would buy",
         "Times more concurrent work of this traffic's shape the same memory holds when each session's KV is "
         "dropped this long after its last activity (or at its disconnect), against never evicting; the "
-        "dashed line is the token-audit article's 2x.", "evict after", "x capacity", hlines=[(2.0, "token-audit article: 2x")],
+        "dashed line is the token-audit article's 2x.", "evict after", "x capacity",
+        hlines=[(2.0, "token-audit article: 2x")],
         rows=ttl, columns=["ttl", "capacity_multiplier", "freed_share", "mean_held_bytes", "peak_held_bytes",
                            "recompute_tokens", "active_sessions_fit", "extra_sessions"])
     if a["content_calls"] and bloat and bloat[0]["achievable_pcer"] is not None:
@@ -146,7 +147,8 @@ def _detail_tables(d: dict, a: dict, site) -> dict:
         "warnings_table": Table(_cid(aid, "warnings"), d["warnings"], [
             ("session_id", "session", "text"), ("warning", "over", "text"), ("spor", "SPOR", "pct"),
             ("kv_cache_mb", "KV footprint (MB)", "num")],
-            caption=f"{len(warnings)} session{('' if len(warnings) == 1 else 's')} over a guardrail (up to 50; sessions under every limit are not listed)",
+            caption=f"{len(warnings)} session{('' if len(warnings) == 1 else 's')} over a guardrail "
+                    "(up to 50; sessions under every limit are not listed)",
             answer="kv_cache_mb"),
         "ttl_table": None if not d["ttl"] else Table(_cid(aid, "ttl-table"), d["ttl"], [
             ("ttl", "evict after", "text"), ("freed_share", "KV byte-seconds freed", "pct"),
@@ -240,7 +242,8 @@ def _prefix(q, site) -> dict:
                 ("mode", "mode", "text"), ("prompt_tokens", "prompt tokens", "int"),
                 ("cached_tokens", "cached", "int"), ("computed_tokens", "computed", "int"),
                 ("computed_saved", "computation saved", "pct"), ("time_ms", "prefill", "ms"),
-                ("time_vs_recompute", "prefill time vs recomputing", "signed_pct"), ("logits_match", "logits match", "bool")],
+                ("time_vs_recompute", "prefill time vs recomputing", "signed_pct"),
+                ("logits_match", "logits match", "bool")],
                 caption="Per run and mode, summed over the turns timed"),
             "prefix_rows_table": None if chart is None else Table("audit-prefix-rows", rows, [
                 ("run_id", "run", "int"), ("turn", "turn", "int"), ("mode", "mode", "text"),

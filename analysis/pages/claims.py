@@ -56,7 +56,8 @@ def context(q, site) -> ClaimsPage:
                           "run_label": "; ".join(site.run_label(i) for i in m["run_ids"]) or None}
                          for m in merged.values()]
         title = SOURCES.get(source, source)
-        groups.append({"source": source, "title": title, "name": title[:1].lower() + title[1:], "claims": list(claims.values()),
+        groups.append({"source": source, "title": title, "name": title[:1].lower() + title[1:],
+                       "claims": list(claims.values()),
                        "id": "source-" + "-".join(source.lower().split())})
 
     csv = Download("claims-ledger", sorted(rows, key=lambda r: (r["source"], r["claim_id"], r["run_id"] is not None,
@@ -64,5 +65,6 @@ def context(q, site) -> ClaimsPage:
     counts = verdict_counts(shown)
     answers = [a for a in (answer(shown),) if a]
     return ClaimsPage(groups=groups, counts=counts, n_shown=len(shown), answers=answers,
-                      pending=sum(r["verdict"] == Verdict.GPU_PENDING for r in shown), n_rows=len(rows), n_hidden=n_hidden,
+                      pending=sum(r["verdict"] == Verdict.GPU_PENDING for r in shown), n_rows=len(rows),
+                      n_hidden=n_hidden,
                       n_claims=len({r["claim_id"] for r in rows}), csv=csv, verdicts=VERDICTS)

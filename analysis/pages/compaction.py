@@ -23,7 +23,8 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
             continue
         fig.add_trace(go.Scatter(
             x=[r["bytes_moved"] for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
-            marker=noisy_markers([r["spread_wide"] for r in rs]), error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
+            marker=noisy_markers([r["spread_wide"] for r in rs]),
+            error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
     same_size = [r for r in rows if r["method"] == "naive" and r["roof_basis"] == "same-size copy roof"]
     if same_size:  # the roof curve: the copy roof measured at each workload's size
         fig.add_trace(go.Scatter(x=[r["bytes_moved"] for r in same_size], y=[r["roof_gbs"] for r in same_size],
@@ -48,8 +49,9 @@ NEIGHBOUR_TOLERANCE = 0.25  # a roof point this far from both neighbours (same r
 
 def flag_roof_outliers(curve: list[dict]) -> list[dict]:
     """Mark each roof-curve point that disagrees with both its neighbours in size (same run, same op) by more
-    than NEIGHBOUR_TOLERANCE (neighbours timed the same way: alone, or beside the same experiment): a roof should change smoothly with size, so such a point is noise in the roof,
-    and every "% of roof" divided by it inherits that noise."""
+    than NEIGHBOUR_TOLERANCE (neighbours timed the same way: alone, or beside the same experiment): a roof
+    should change smoothly with size, so such a point is noise in the roof, and every "% of roof" divided by
+    it inherits that noise."""
     out = [dict(r, disagrees=False) for r in curve]
     groups: dict[tuple, list[dict]] = {}
     for r in out:
@@ -110,7 +112,8 @@ def context(q, site) -> CompactionPage:
                               ("roof_p75_gbs", "roof p75", "gbs"), ("roof_n", "n", "int"),
                               ("roof_worst_round_gbs", "slowest round", "gbs"), ("buffer_bytes", "buffer", "bytes"),
                               ("roof_pct_of_peak", "roof / peak", "pct")],
-                              caption="The device copy roof (the measured copy roof of one large copy) and theoretical peak DRAM bandwidth per run",
+                              caption="The device copy roof (the measured copy roof of one large copy) and "
+                                      "theoretical peak DRAM bandwidth per run",
                               csv=site.csv_files.get("device_ceilings"), answer="roof_gbs"),
                           gpu_pending=bool(rows) and all(r["device_kind"] != "cuda" for r in rows), **tables)
 
@@ -129,7 +132,8 @@ def _measured_tables(rows, ratios, regimes, roof_curve, site) -> dict:
             ("correct", "all correct", "bool"), ("spread_wide", "wide spread", "bool"),
             ("over_roof", "> 105% of roof", "bool"), ("dram_sized", "≥ 4× LLC", "bool"),
             ("target_size", "≥ 256 MiB moved", "bool")],
-            caption="Per workload: each method / naive and / the copy roof of the same size (target on a GPU: triton ≥ 85% of it from 256 MiB moved)",
+            caption="Per workload: each method / naive and / the copy roof of the same size "
+                    "(target on a GPU: triton ≥ 85% of it from 256 MiB moved)",
             answer="batched_over_naive", flag="spread_wide"),
         roof_curve_table=Table("compaction-roof-curve", roof_curve, [
             ("gbs", "GB/s", "gbs"), ("run_id", "run", "int"), ("op", "op", "text"), ("bytes", "bytes", "bytes"),
@@ -138,7 +142,8 @@ def _measured_tables(rows, ratios, regimes, roof_curve, site) -> dict:
             ("measured_with", "timed", "text")],
             caption="Copy (read + written) and read (streaming sum) bandwidth at every size the experiments used",
             csv=site.csv_files.get("roof_curve"), answer="gbs", flag="disagrees",
-            flag_note="more than 25% from both neighbouring sizes; a “% of roof” divided by such a point carries its noise"),
+            flag_note="more than 25% from both neighbouring sizes; "
+                      "a “% of roof” divided by such a point carries its noise"),
         regimes_table=Table("compaction-regimes", regimes, [
             ("large_over_small", "large / small", "ratio"), ("run_id", "run", "int"), ("method", "method", "text"),
             ("small_gbs", "< 5 MB live", "gbs"), ("large_gbs", "> 10 MB live", "gbs"),
@@ -147,7 +152,8 @@ def _measured_tables(rows, ratios, regimes, roof_curve, site) -> dict:
             ("best_pct_of_roof", "best % of roof", "pct"),
             ("naive_catches_up_bytes", "naive within 10% of batched from", "bytes"),
             ("batched_half_roof_bytes", "batched ≥ 50% of roof from", "bytes")],
-            caption="Small and large workloads (the profiler write-up's split, by live KV bytes) and where the regimes cross",
+            caption="Small and large workloads (the profiler write-up's split, by live KV bytes) "
+                    "and where the regimes cross",
             answer="large_over_small"),
         rows_table=Table("compaction-all", rows, [
             ("gbs", "GB/s", "gbs"), ("run_id", "run", "int"), ("method", "method", "text"),

@@ -112,5 +112,6 @@ def context(q, site) -> ComparePage:
                            ("runs", "runs", "text")],
                            caption="Configurations measured more than once"),
                        changes_csv=None if not found else Download("compare-changes", found, [
-                           "topic", "metric", "unit", "base_run", "run_id", "base_value", "value", "change", "verdict"]),
+                           "topic", "metric", "unit", "base_run", "run_id", "base_value", "value", "change",
+                           "verdict"]),
                        labels={i: site.run_label(i) for i in site.run_ids}, differs=differs)

@@ -1,5 +1,6 @@
 """Crossover: the context length at which the KV cache outweighs the model's weights, per architecture and
-batch size (formula for every built-in architecture, measured for each run's model), and the profiler write-up's claims."""
+batch size (formula for every built-in architecture, measured for each run's model), and the profiler
+write-up's claims."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -143,7 +144,8 @@ def context(q, site) -> CrossoverPage:
             ("first_batch_reaching", "first batch that reaches it", "int"),
             ("requests_512_to_outweigh", "512-token requests until KV > weights", "int"),
             ("vs_llama2_7b", "× llama-2-7b", "ratio")],
-            caption=f'Crossover for one request per architecture (formula rows from run {newest}; measured rows of every run)'),
+            caption=f'Crossover for one request per architecture (formula rows from run {newest}; '
+                    'measured rows of every run)'),
         agreement_table=None if not (shown and agreement) else Table("crossover-agreement", agreement, [
             ("run_id", "run", "int"), ("model", "model", "text"), ("measured_dtype", "measured dtype", "text"),
             ("measured_bytes_per_token", "measured B/token", "int"),

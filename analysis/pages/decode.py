@@ -22,7 +22,8 @@ def step_chart(run_id: int, rows: list[dict], label: str):
         rs = [r for r in rows if r["batch_size"] == batch and r["mode"] == mode]
         fig.add_trace(go.Scatter(
             x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"{mode}, batch {batch}",
-            mode="lines+markers", line=dict(dash=dash.get(mode, "solid")), marker=noisy_markers([r["spread_wide"] for r in rs]),
+            mode="lines+markers", line=dict(dash=dash.get(mode, "solid")),
+            marker=noisy_markers([r["spread_wide"] for r in rs]),
             error_y=spread([r["step_ms"] for r in rs], [r["p25_ms"] for r in rs], [r["p75_ms"] for r in rs])))
     floor = rows[0]["weights_floor_ms"]
     basis = "read roof" if rows[0]["roof_basis"] == "same-size read roof" else "copy roof"
@@ -33,7 +34,8 @@ def step_chart(run_id: int, rows: list[dict], label: str):
         f"decode-step-run{run_id}", fig, f"One decode step vs prefix length · {label}",
         "Median time of one decode step (one new token per sequence) for each prefix length, one line per "
         "mode (eager: DynamicCache; static: preallocated cache; graph: CUDA graph replay) and batch size, "
-        "with p25-p75 error bars; hollow points have a wide spread (noise, not signal). The dashed line is the time needed just to read the weights once at the "
+        "with p25-p75 error bars; hollow points have a wide spread (noise, not signal). The dashed line is "
+        "the time needed just to read the weights once at the "
         "measured roof: a bandwidth-bound step would sit close to it.",
         "prefix length (tokens)", "step time (ms)")
 
@@ -78,7 +80,8 @@ def context(q, site) -> DecodePage:
                           ("times_floor", "× bandwidth floor", "ratio"),
                           ("recopy_bytes", "torch.cat re-copy", "bytes"), ("overhead_ms", "host − GPU-busy", "ms"),
                           ("over_roof", "> 105% of roof", "bool")],
-                          caption="Decode step per mode, prefix and batch (bandwidth floor: bytes read + written over the same-size read roof)",
+                          caption="Decode step per mode, prefix and batch "
+                                  "(bandwidth floor: bytes read + written over the same-size read roof)",
                           csv=csv("decode_cost"), answer="step_ms", flag="spread_wide"),
                       older_runs=older_runs,
                       gpu_pending=bool(steps) and all(r["device_kind"] != "cuda" for r in steps))

@@ -66,7 +66,8 @@ def context(q, site) -> FragmentationPage:
                                  ("inactive_split_after_evict", "inactive split", "bytes"),
                                  ("num_alloc_retries", "alloc retries", "int"),
                                  ("setting_confirmed", "setting confirmed", "bool")],
-                                 caption="Per run and allocator: memory kept reserved after eviction and after empty_cache()"),
+                                 caption="Per run and allocator: memory kept reserved after eviction "
+                                         "and after empty_cache()"),
                              phases_table=None if not phases else Table("fragmentation-phases", phases, [
                                  ("run_id", "run", "int"), ("allocator", "allocator", "text"),
                                  ("phase", "phase", "text"), ("allocated_bytes", "allocated", "bytes"),

@@ -105,7 +105,8 @@ def machine(run: dict, states: list[dict] = ()) -> dict:
         ("torch", run["torch_version"]), ("transformers", run["transformers_version"]),
         ("kvreport", run["kvreport_version"]), ("Python", run["python_version"])) if v)
     weights = {True: "random (built from the config)", False: "real (downloaded)"}.get(run["weights_random"])
-    fields = [("host", shared_vm(run)), ("CPU", cpu), ("memory", gib(run["host_memory_bytes"])), ("GPU", gpu or "none"), ("weights", weights),
+    fields = [("host", shared_vm(run)), ("CPU", cpu), ("memory", gib(run["host_memory_bytes"])),
+              ("GPU", gpu or "none"), ("weights", weights),
               ("GPU state (NVML)", gpu_state(list(states))),
               ("OS", run["os"]), ("versions", versions), ("kvreport commit", run.get("kvreport_commit")),
               ("started (UTC)", run["started_at"] and str(run["started_at"]))]

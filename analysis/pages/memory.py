@@ -103,7 +103,8 @@ def context(q, site) -> MemoryPage:
         match=Table("memory-table-measured-cache-bytes-vs-formula", match, [
             ("match", "match", "bool"), ("run_id", "run", "int"), ("model", "model", "text"),
             ("seq_len", "seq len", "int"), ("batch_size", "batch", "int"), ("cached_tokens", "cached tokens", "int"),
-            ("kv_bytes", "measured", "bytes"), ("expected_kv_bytes", "formula", "bytes"), ("diff_bytes", "diff (B)", "int")],
+            ("kv_bytes", "measured", "bytes"), ("expected_kv_bytes", "formula", "bytes"),
+            ("diff_bytes", "diff (B)", "int")],
             caption="Measured cache bytes vs formula", answer="match", csv=csv("cache_tensors")),
         per_layer=Table("memory-table-per-layer-bytes", per_layer, [
             ("layer", "layer", "int"), ("k_bytes", "K", "bytes"), ("v_bytes", "V", "bytes"), ("run_id", "run", "int"),

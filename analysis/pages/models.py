@@ -125,7 +125,8 @@ def cost_table(dtype: str, rows: list[dict]) -> Table:
     return Table(f"models-cost-{dtype}", rows, [
         ("model", "model", "text"), ("kv_131072", "128k", "bytes"), ("kv_32768", "32k", "bytes"),
         ("kv_4096", "4k", "bytes"), ("engine_128k", "engine 128k", "bytes"), ("weight_bytes", "weights", "bytes"),
-        ("fits_80_tp1", "fit 80 GB", "int"), ("fits_141_tp8", "fit 8×141 GB", "int"), ("layers", "cache layers", "text")],
+        ("fits_80_tp1", "fit 80 GB", "int"), ("fits_141_tp8", "fit 8×141 GB", "int"),
+        ("layers", "cache layers", "text")],
         caption=f"KV cache of one request of 128k, 32k and 4k tokens ({dtype}, analytic), largest first; fit 80 GB: "
                 "32k-token requests on one 80 GB GPU; fit 8×141 GB: 128k-token requests on eight 141 GB GPUs (TP 8)")
 
@@ -197,11 +198,13 @@ def context(q, site) -> ModelsPage:
             caption=f"Requests of 32,768 tokens {engine.DEFAULT_PROFILE.name} would hold at once (bfloat16 KV cache, "
                     "weights as stored, analytic upper bound)"),
         engine_refusals_table=None if not engine_refused else Table("models-engine-refused", engine_refused, [
-            ("model", "model", "text"), ("gpu", "GPU", "text"), ("tp", "TP", "int"), ("reason", "refused because", "text")],
+            ("model", "model", "text"), ("gpu", "GPU", "text"), ("tp", "TP", "int"),
+            ("reason", "refused because", "text")],
             caption=f"Configurations {engine.DEFAULT_PROFILE.name} refuses"),
         cost_tables=[(dtype, cost_table(dtype, rows)) for dtype, rows in costs.items()],
         fits_table=Table("models-fits", fits, [("model", "model", "text")] + fits_columns_spec,
-            caption="Requests of 32,768 tokens whose cache fits beside the weights, per GPU (bfloat16, engine view, analytic)"),
+            caption="Requests of 32,768 tokens whose cache fits beside the weights, per GPU "
+                    "(bfloat16, engine view, analytic)"),
         every_fit_table=Table("models-fits-all", all_fits, [
             ("model", "model", "text"), ("gpu_gb", "GPU GB", "int"), ("tp", "TP", "int"), ("seq", "tokens", "int"),
             ("requests", "requests that fit", "int")],

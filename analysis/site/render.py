@@ -28,7 +28,8 @@ def environment() -> jinja2.Environment:
     env.filters.update(FILTERS)
     env.globals["table_layout"] = table_layout
     env.globals.update(Verdict=Verdict, Change=Change)  # the verdict words, defined once (analysis/verdicts.py)
-    env.filters["chart_column"] = lambda name: (name, str(name).replace("_", " "), "auto")  # a chart's data table: raw names, auto format
+    # a chart's data table: raw names, auto format
+    env.filters["chart_column"] = lambda name: (name, str(name).replace("_", " "), "auto")
     return env
 
 

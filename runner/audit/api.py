@@ -188,7 +188,8 @@ def audit(paths: list, request: AuditRequest, *, db: Path, on_event: OnEvent | N
     book = load_prices_file(request.prices) if request.prices else None  # a bad price file fails before any read
     limit = guardrails.kv_limit(request.kv_max_mb, gpu_memory(request.gpu))
     opts = AuditOptions(fmt=request.fmt, idle_timeout_s=request.idle_timeout, spor_max=request.spor_max,
-                        kv_max_mb=limit.mb, kv_max_basis=limit.basis, memory_limit=request.memory_limit, price_book=book,
+                        kv_max_mb=limit.mb, kv_max_basis=limit.basis, memory_limit=request.memory_limit,
+                        price_book=book,
                         gpu_hour_price=request.gpu_hour_price)
 
     # The scratch folder (spilled blocks, normalised copies, the copies of s3:// objects) outlives the DB

@@ -2,8 +2,9 @@
 
 Rates are looked up ONCE per (provider, model, price period, input-size tier) in Python, into a small
 table (_price_rows); every call's cost is then SQL arithmetic on the one row that applies to it
-(sql/cost/keyed*.sql finds it, sql/cost/rated_calls.sql prices each call, sql/metrics/per_session.sql sums them per session,
-sql/cost/prices.sql and sql/cost/audit_cost.sql per price row and audit). No per-row Python, so pricing costs a join, not a loop.
+(sql/cost/keyed*.sql finds it, sql/cost/rated_calls.sql prices each call, sql/metrics/per_session.sql sums
+them per session, sql/cost/prices.sql and sql/cost/audit_cost.sql per price row and audit). No per-row
+Python, so pricing costs a join, not a loop.
 
 Where rates come from, first match wins:
   1. a `--prices FILE` (TOML or JSON, prices_file.py) entry whose model (and provider, if given) matches the call's

@@ -204,8 +204,8 @@ def detect(con, path: Path, fmt: str = "auto") -> Source:
             raise AuditInputError(f"{shown(path)}: cannot tell the format from the first record (keys: {keys}); "
                                   f"give --format ({', '.join(FORMATS[1:])})")
         if len(kinds) > 1:
-            raise AuditInputError(f"{shown(path)}: the first record matches more than one format ({' and '.join(kinds)}); "
-                                  "give --format")
+            raise AuditInputError(f"{shown(path)}: the first record matches more than one format "
+                                  f"({' and '.join(kinds)}); give --format")
         fmt = kinds[0]
     if layout == "doc" and fmt != "otel":
         raise AuditInputError(f"{shown(path)}: one JSON document, not JSON lines; only OpenTelemetry exports may be "

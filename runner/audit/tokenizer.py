@@ -40,7 +40,8 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         try:
             tok = HFTokenizer.from_file(str(file))
         except Exception as exc:  # noqa: BLE001 - a bad file becomes one clear message
-            raise TokenizerError(f"--tokenizer {file}: not a tokenizers JSON file ({str(exc).splitlines()[0]})") from None
+            raise TokenizerError(f"--tokenizer {file}: not a tokenizers JSON file "
+                                 f"({str(exc).splitlines()[0]})") from None
         tok.no_truncation()
         tok.no_padding()
         return Tokenizer(str(file), lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])

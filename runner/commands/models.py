@@ -84,7 +84,7 @@ def _table(records: list[dict], seqs: list[int], dtype: str, batch: int) -> list
              f"{'model':<24} {'weights GB':>10}  {gib}  {'fits':>5}: {fit}  layers"]
     beyond = False
     for r in records:
-        def cell(s):  # "*": past the model's context limit, arithmetic only
+        def cell(s, r=r):  # "*": past the model's context limit, arithmetic only
             nonlocal beyond
             past = r["max_positions"] is not None and s > r["max_positions"]
             beyond |= past

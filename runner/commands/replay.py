@@ -122,7 +122,8 @@ def replay(
     facts = load(model)
     pool = kv_pool(facts, gpu_bytes, tp, dtype, block_tokens)
     setup = Setup(list(paths), pool, tp, block_tokens, trace_block_tokens, decode_tokens_per_s, target,
-                  token_counts("--capacity-tokens", capacity_tokens, "1536000,5120000") if capacity_tokens else [], host,
+                  token_counts("--capacity-tokens", capacity_tokens, "1536000,5120000") if capacity_tokens else [],
+                  host,
                   _progress(sys.stderr.isatty() if progress is None else progress))
     try:
         result = run_replay(setup)

@@ -45,9 +45,9 @@ OVER_ROOF = 1.05  # a bandwidth above 105% of its same-size roof is a measuremen
 
 def table_peak(name: str) -> float | None:
     """Peak GB/s of a known GPU from its name, or None for a GPU not in the table."""
-    for pattern, gbs in KNOWN_GPUS:
+    for pattern, peak in KNOWN_GPUS:
         if re.search(pattern, name or "", flags=re.IGNORECASE):
-            return gbs
+            return peak
     return None
 
 

@@ -190,7 +190,8 @@ def is_correct(w: Workload, method) -> bool:
     return bool(torch.equal(w.dst, w.expected()))
 
 
-def checked_methods(w: Workload, names=METHODS) -> tuple[dict[str, Callable[[], None]], dict[str, bool], dict[str, str]]:
+def checked_methods(w: Workload, names=METHODS
+                    ) -> tuple[dict[str, Callable[[], None]], dict[str, bool], dict[str, str]]:
     """({method: callable}, {method: exactly correct}, {method: why not run}) for the methods that run
     here: each is run once under the correctness check first, and one that raises there is skipped with
     the exception's type and message instead of costing the other methods their rows."""

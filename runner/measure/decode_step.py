@@ -9,7 +9,8 @@
           (CUDA only; elsewhere `ModeUnavailable` carries the reason, recorded as skipped).
 
 Every decoder runs `steps` steps of `batch` sequences on a prefilled `prefix` per call, and `reset()`
-brings the cache back to the prefix (untimed), so every call does the same work (`logits` holds the last step's output, for checks):
+brings the cache back to the prefix (untimed), so every call does the same work (`logits` holds the last
+step's output, for checks):
 - eager: DynamicCache.crop with a negative count (the spelling every release accepts), or a deep copy of
   the prefilled cache where crop is missing or misbehaves;
 - static/graph: every layer's length counter set back to the prefix in place (`rewind_static_cache`; the
@@ -128,7 +129,8 @@ def _static_layer_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
     """(layer classes whose length counters rewind_static_cache knows, the sliding-window ones among them).
     Exact classes, not subclasses: a subclass may keep more state (recurrent states, an indexer) than the
     counters rewound here, and rewinding half of it would time a step on a corrupt cache."""
-    known = tuple(getattr(cache_utils, n) for n in ("StaticLayer", "StaticSlidingWindowLayer") if hasattr(cache_utils, n))
+    known = tuple(getattr(cache_utils, n) for n in ("StaticLayer", "StaticSlidingWindowLayer")
+                  if hasattr(cache_utils, n))
     sliding = tuple(c for c in known if c.__name__ == "StaticSlidingWindowLayer")
     return known, sliding
 
@@ -330,7 +332,8 @@ def host_syncs(fn) -> list[str]:
                 self.seen.append(f"CPU tensor in device work: {func}")
             elif kwargs.get("device") is not None and ins and torch.device(kwargs["device"]).type not in ins:
                 to = torch.device(kwargs["device"]).type  # a copy to another device (.cpu(), .to(...))
-                self.seen.append(f"{'device work handed back to the CPU' if to == 'cpu' else 'CPU tensor copied into device work'}: {func}")
+                what = "device work handed back to the CPU" if to == "cpu" else "CPU tensor copied into device work"
+                self.seen.append(f"{what}: {func}")
                 ins = set()  # reported; not again below
             out = func(*args, **kwargs)
             outs = {t.device.type for t in tree_leaves(out) if isinstance(t, torch.Tensor)}

@@ -9,8 +9,8 @@ request decodes `decode_steps` tokens, and each step replaces each tensor by a o
 (DynamicCache appends with torch.cat), which is what leaves holes in the allocator's segments. Then a
 random subset is evicted, and finally empty_cache() returns what it can to the driver. Allocator
 counters are read after each phase (runner/measure/probes.py), with the expandable segments held and the peak
-reserved during the phase (the first phase is admission plus the cache growth of decoding). One JSON object on stdout; errors go to stderr with exit code 1,
-a non-CUDA device is refused with exit code 3.
+reserved during the phase (the first phase is admission plus the cache growth of decoding). One JSON object
+on stdout; errors go to stderr with exit code 1, a non-CUDA device is refused with exit code 3.
 """
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def _list_cache_layers(cache) -> list[LayerCache]:
     n = max(len(v) for v in lists.values())
     out = []
     for i in range(n):
-        def at(attr):
+        def at(attr, i=i):
             seq = lists.get(attr)
             t = seq[i] if seq is not None and i < len(seq) else None
             return t if _is_tensor(t) and t.dim() > 0 and t.numel() > 0 else None

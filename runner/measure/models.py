@@ -195,7 +195,8 @@ def resolve(name: str) -> ModelSpec:
                          "(or give a config.json file, or a folder with a config.json, with or without weights)")
     path = Path(name)
     if not path.exists():
-        raise ModelError(f"{name}: no such folder or config.json file (and not a built-in model: {', '.join(builtin_names())})")
+        raise ModelError(f"{name}: no such folder or config.json file "
+                         f"(and not a built-in model: {', '.join(builtin_names())})")
     if path.is_file():
         return ModelSpec(name, _read_config_json(path), "config_file", f"config:{path}", path)
     if not (path / "config.json").is_file():

@@ -60,7 +60,7 @@ def shape_of(record: dict) -> str | None:
 def _count(record: dict, key: str) -> int | str:
     value = record.get(key)
     if value is None:
-        return f"missing"
+        return "missing"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or \
             value in (math.inf, -math.inf) or value != int(value) or value < 0:
         return f"{value!r} is not a non-negative integer"

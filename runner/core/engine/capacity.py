@@ -66,7 +66,8 @@ def weights(facts: ModelFacts, raw: dict | None, weight_dtype: str | None = None
         group = _int(q, "group_size", 128) if isinstance(q, dict) else 128
         per = bits + (16 + bits) / max(group, 1)
         total = embed * base + int(rest * per / 8)
-        basis = f"int{bits}: {per:g} bits per parameter with group scales/zeros (group {group}); embeddings at the model dtype"
+        basis = (f"int{bits}: {per:g} bits per parameter with group scales/zeros (group {group}); "
+                 "embeddings at the model dtype")
     else:
         experts = _int(text, "num_local_experts", _int(text, "num_experts"))
         inter, layers = _int(text, "intermediate_size"), _int(text, "num_hidden_layers")
@@ -135,7 +136,8 @@ def fits(facts: ModelFacts, raw: dict | None, profile: VllmProfile, gpu_bytes: i
     """Requests of each length this release would hold at once on a TP group of `gpu_bytes` GPUs."""
     util = profile.gpu_memory_utilization if utilization is None else utilization
     gib = gpu_bytes / GIB
-    out: dict[str, Any] = {"gpu": gpu_name or f"{gib:.2f} GiB", "gpu_gib": round(gib, 2), "tp": tp, "gpu_memory_utilization": util,
+    out: dict[str, Any] = {"gpu": gpu_name or f"{gib:.2f} GiB", "gpu_gib": round(gib, 2), "tp": tp,
+                           "gpu_memory_utilization": util,
            "max_num_seqs": profile.max_num_seqs(gib, gpu_name), "requests": {}, "refused": refusals(
                facts, raw, profile, tp)}
     if out["refused"]:

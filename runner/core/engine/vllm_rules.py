@@ -86,7 +86,8 @@ PROFILES: dict[str, VllmProfile] = {p.release: p for p in (
         hybrid_alignment="multiple_of_16", hybrid_alignment_source="model_executor/models/config.py "
         "HybridAttentionMambaModelConfig.verify_and_update_config: attn_block_size = 16 x cdiv(mamba page, 16 x "
         "attention page of one token); the Mamba page padded to the attention page",
-        hybrid_mla_align=0, uniform_type_group=False, group_size_rule="min", grouping_source="v1/core/kv_cache_utils.py "
+        hybrid_mla_align=0, uniform_type_group=False, group_size_rule="min",
+        grouping_source="v1/core/kv_cache_utils.py "
         "_get_kv_cache_config_uniform_page_size: group size = fewest layers of one kind; unify_kv_cache_spec_page_size",
         mamba_ssm_dtype_from_config=False, mamba_ssm_dtype_source="model_executor/layers/mamba/mamba_utils.py "
         "_mamba_state_dtype: mamba_ssm_cache_dtype 'auto' = the model dtype; no config class overrides it",

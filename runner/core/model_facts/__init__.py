@@ -63,11 +63,12 @@ projections, MLP or experts including shared experts, norms, lm_head unless tied
 language model transformers builds (no vision tower, no multi-token-prediction layers).
 
 Families (model_type): gpt2, llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, falcon, minimax_m2,
-gemma3 / gemma3_text, gemma4 / gemma4_text, mimo_v2_flash, gpt_oss, llama4 / llama4_text, deepseek_v2, deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa,
-qwen3_next,
+gemma3 / gemma3_text, gemma4 / gemma4_text, mimo_v2_flash, gpt_oss, llama4 / llama4_text, deepseek_v2,
+deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa, qwen3_next,
 qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h, mamba, falcon_mamba,
-mamba2. Any other model_type is read generically (families/generic.py) and says so (`rules`). Each family is checked against the installed
-transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py).
+mamba2. Any other model_type is read generically (families/generic.py) and says so (`rules`). Each family
+is checked against the installed transformers' own prefill and parameter count on tiny configs
+(tests/test_model_facts_transformers.py).
 
 Fields missing from a config take the default of transformers' config class (5.24), and the facts list every
 default used; a field without such a default is a ModelFactsError naming it, and so is any field

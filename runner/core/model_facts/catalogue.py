@@ -65,7 +65,8 @@ def _legacy(name: str) -> tuple[dict, str] | None:
     if name not in table:
         return None
     cls, kwargs = table[name]
-    return {"model_type": LEGACY_MODEL_TYPES[cls], **kwargs}, "runner/core/builtin_configs.py (built-in hyperparameters)"
+    return ({"model_type": LEGACY_MODEL_TYPES[cls], **kwargs},
+            "runner/core/builtin_configs.py (built-in hyperparameters)")
 
 
 def builtin_names() -> list[str]:

@@ -200,7 +200,8 @@ _POSITIVE = dict.fromkeys((
     "global_head_dim", "num_global_key_value_heads", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim",
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
     "linear_conv_kernel_dim", "conv_kernel", "mamba_d_conv", "mamba_d_state", "mamba_expand", "mamba_head_dim",
-    "mamba_num_heads", "ssm_state_size", "n_groups", "state_size", "expand", "num_heads", "index_head_dim", "vocab_size", "n_inner",
+    "mamba_num_heads", "ssm_state_size", "n_groups", "state_size", "expand", "num_heads", "index_head_dim",
+    "vocab_size", "n_inner",
     "sliding_window_pattern", "full_attention_interval", "attn_layer_period", "expert_layer_period",
     "decoder_sparse_step", "interleave_moe_layer_step", "no_rope_layer_interval", "index_topk_freq"), MAX_DIM)
 _POSITIVE.update({"num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "sliding_window": MAX_TOKENS,
@@ -255,7 +256,8 @@ def check_fields(raw: dict, where: str) -> None:
             raise _bad(where, key, value, f"a string of at most {MAX_LAYERS} characters")
         elif key == "index_topk_pattern" and not (isinstance(value, (str, list)) and len(value) <= MAX_LAYERS):
             raise _bad(where, key, value, f"a string or list of at most {MAX_LAYERS} entries")
-        elif key in ("mamba_dt_rank", "time_step_rank") and value != "auto" and not (_is_int(value) and 1 <= value <= MAX_DIM):
+        elif (key in ("mamba_dt_rank", "time_step_rank") and value != "auto"
+              and not (_is_int(value) and 1 <= value <= MAX_DIM)):
             raise _bad(where, key, value, f'"auto" or an integer from 1 to {MAX_DIM:,}')
         elif key == "per_layer_config" and not (isinstance(value, dict) and len(value) <= MAX_LAYERS and
                                                 all(isinstance(v, dict) for v in value.values())):

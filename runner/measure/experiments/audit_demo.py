@@ -70,7 +70,8 @@ def _relabel(rows: list[dict], folder: str) -> None:
 def memory_now(device) -> Memory:
     """Free memory measured right now on the device the run uses: what the demo's sessions must fit into."""
     if getattr(device, "type", "cpu") == "cuda":
-        return Memory(cuda_free_bytes(device)[0], f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
+        return Memory(cuda_free_bytes(device)[0],
+                      f"measured: free GPU memory now (torch.cuda.mem_get_info on {device})")
     free, source = host_available()
     return Memory(free, f"measured: {source}" if source else None)
 

@@ -100,7 +100,7 @@ def facts_rows(name: str, source: str, facts, dtype: str, model_build: str | Non
     limit = facts.max_positions
     out = []
     for batch in BATCH_SIZES:
-        exact, first = crossover_on(lambda n: batch * facts.cache_bytes(n, 1, dtype), weights)
+        exact, first = crossover_on(lambda n, batch=batch: batch * facts.cache_bytes(n, 1, dtype), weights)
         out.append({
             "model": name, "source": source, "dtype": dtype, "kv_bytes_per_token": facts.bytes_per_token(dtype),
             "weight_bytes": weights, "batch_size": batch, "crossover_tokens": exact,

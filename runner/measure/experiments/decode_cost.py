@@ -16,7 +16,8 @@ across prefix lengths and batch sizes, in three modes (runner/measure/decode_ste
   `bytes_read` (weights + KV read) over the step time is the achieved bandwidth, set against the `read`
   roof at the same size (runner/measure/ceilings.py), measured warm like the steps (no flush between repeats).
   A step whose bytes fit in FLUSH_FACTOR x the last-level cache (`dram_sized` false: a tiny model) runs
-  from the cache, so its bandwidth is a cache figure and says nothing about DRAM. `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
+  from the cache, so its bandwidth is a cache figure and says nothing about DRAM.
+  `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
   a bandwidth-bound step sits near it, a launch-bound one far above it, whatever its prefix-flatness.
 """
 from __future__ import annotations

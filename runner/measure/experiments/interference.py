@@ -109,7 +109,8 @@ def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: 
             if t < (1 - MAX_TOLERANCE) * longer:
                 notes.append(f"faster than {slower} alone ({longer:.3f} ms)")
             if t < ROOF_SLACK * floor:
-                notes.append(f"faster than its bytes over the bandwidth ceiling ({floor:.3f} ms at {ceiling_gbs:.1f} GB/s)")
+                notes.append(f"faster than its bytes over the bandwidth ceiling "
+                             f"({floor:.3f} ms at {ceiling_gbs:.1f} GB/s)")
         out[mode] = {"bound_ms": bound, "bound_violated": bool(notes), "bound_note": "; ".join(notes) or None}
     return out
 

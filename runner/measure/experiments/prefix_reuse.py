@@ -120,12 +120,12 @@ def run(ctx: RunContext) -> Result:
         full = torch.cat([system, convo], dim=1)
         live = {}
 
-        def setup(name, t=t):
+        def setup(name, t=t, live=live):
             live["cache"] = (copy.deepcopy(sys_cache) if name == "system_prefix"
                              else copy.deepcopy(before_turn[t]) if name == "session_prefix" else None)
 
         inputs = {"recompute": full, "system_prefix": convo, "session_prefix": users[0][t]}
-        variants = {m: (lambda m=m: _prefill(model, inputs[m], live["cache"])) for m in MODES}
+        variants = {m: (lambda m=m, inputs=inputs, live=live: _prefill(model, inputs[m], live["cache"])) for m in MODES}
         with torch.no_grad():
             timings = time_interleaved(variants, dev, warmup=sh["warmup"], repeats=sh["repeats"], setup=setup)
             # Exactness: the last position's logits with each reuse vs recomputing everything.

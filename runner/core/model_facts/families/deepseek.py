@@ -63,7 +63,8 @@ def deepseek(c: ConfigReader) -> Built:
         (h * q_rank + (q_rank if bias else 0)) + q_rank + q_rank * n_heads * qk
     attn = q + (h * (kv_rank + rope) + ((kv_rank + rope) if bias else 0)) + kv_rank + \
         kv_rank * n_heads * (nope + v_dim) + (n_heads * v_dim * h + (h if bias else 0))
-    indexer = (q_rank or 0) * idx_heads * idx_dim + h * idx_dim + 2 * idx_dim + h * idx_heads  # wq_b, wk, k_norm, weights
+    # wq_b, wk, k_norm, weights
+    indexer = (q_rank or 0) * idx_heads * idx_dim + h * idx_dim + 2 * idx_dim + h * idx_heads
     first_dense = c.opt("first_k_dense_replace", 3 if v3 else 0)
     dense = c.maybe("mlp_layer_types")
     dense = [t == "dense" for t in dense] if isinstance(dense, list) else [i < first_dense for i in range(n_layers)]

@@ -7,8 +7,9 @@ from ..params import attn_params, mlp_params, experts_params, embed_params
 
 
 def llama_like(c: ConfigReader) -> Built:
-    """llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, minimax_m2: GQA with an optional explicit head_dim; sliding windows per
-    each config class's rules (models/<family>/configuration_<family>.py, __post_init__)."""
+    """llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, minimax_m2: GQA with an optional explicit
+    head_dim; sliding windows per each config class's rules (models/<family>/configuration_<family>.py,
+    __post_init__)."""
     mt = c.model_type
     n_layers, n_heads, h = c.req("num_hidden_layers"), c.req("num_attention_heads"), c.req("hidden_size")
     n_kv = kv_heads(c, n_heads, {"mistral": 8, "qwen2": 32, "qwen3": 32, "qwen3_moe": 4, "mixtral": 8,
