@@ -22,7 +22,8 @@ import duckdb
 
 from ..core.errors import UserError
 from ..core.events import Event, Kind, OnEvent, ignore
-from ..core.store import Store, connect, new_db_file, scratch_dir, shown
+from ..core.scratch import db_file
+from ..core.store import Store, connect, scratch_dir, shown
 from .formats import FORMATS
 from .kv_pricing import DEFAULT_GPU, UNPRICED_NOTICE, gpu_memory
 
@@ -216,30 +217,22 @@ def audit(paths: list, request: AuditRequest, *, db: Path, on_event: OnEvent | N
         # A new DB file is written under a temporary name beside it and linked into place only when the audit
         # is stored: a failed or killed audit leaves no DB file, and two audits creating the same file never
         # remove each other's (the one that finishes second says so and stores nothing).
-        target = new_db_file(db) if not db.exists() else contextlib.nullcontext(db)
-        with target as path:
-            try:
-                with Store(path) as store, \
-                        _file_progress(progress and not ray, store.con, tell) as opts.on_file:
-                    con = store.con
-                    pricing = (given(request.kv_bytes_per_token) if request.kv_bytes_per_token is not None
-                               else kv_pricing(model, con))
-                    audit_id = next_audit_id(con)
-                    args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing,
-                                memory=gpu_memory(request.gpu), tokenizer=tok, strict=request.strict, origins=origins)
-                    # No engine.cleanup here: closing the Store's connection, right after, drops the whole
-                    # scratch catalog and rolls back an unfinished transaction (dropping it first cost 0.07 s).
-                    if ray is None:
-                        result = run_audit(con, paths, opts, **args)
-                        _store(con, result, db)
-                    else:
-                        result, ray_run = _ray_audit(con, paths, opts, args, request, tell if progress else None, db)
-            except duckdb.InterruptException:
-                raise KeyboardInterrupt from None
-            except UserError as exc:
-                if path == db:
-                    raise
-                raise type(exc)(str(exc).replace(str(path), str(db))) from None  # name the user's file, not ours
+        with db_file(db) as path:
+            with Store(path) as store, \
+                    _file_progress(progress and not ray, store.con, tell) as opts.on_file:
+                con = store.con
+                pricing = (given(request.kv_bytes_per_token) if request.kv_bytes_per_token is not None
+                           else kv_pricing(model, con))
+                audit_id = next_audit_id(con)
+                args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing,
+                            memory=gpu_memory(request.gpu), tokenizer=tok, strict=request.strict, origins=origins)
+                # No engine.cleanup here: closing the Store's connection, right after, drops the whole
+                # scratch catalog and rolls back an unfinished transaction (dropping it first cost 0.07 s).
+                if ray is None:
+                    result = run_audit(con, paths, opts, **args)
+                    _store(con, result, db)
+                else:
+                    result, ray_run = _ray_audit(con, paths, opts, args, request, tell if progress else None, db)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return AuditResult(audit_id=audit_id, db=db, summary=result.summary, sources=result.sources,

@@ -10,7 +10,6 @@ Everything one input brings is written in one transaction.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from .errors import UserError
 from .connections import transaction
 from .errors import shown
 from .migrations import table_columns
-from .scratch import new_db_file
+from .scratch import db_file
 from .store import current_schema_copy, Store
 from .untrusted import quoted
 
@@ -50,8 +49,7 @@ def merge(inputs: list[Path], into: Path) -> list[MergeReport]:
     # A new output is written under a temporary name and linked into place only when every input is in:
     # a failure (a full disk) leaves no empty or partial file. An existing output takes each input in one
     # transaction.
-    target = new_db_file(into) if not into.exists() else contextlib.nullcontext(into)
-    with target as path:
+    with db_file(into) as path:
         try:
             with Store(path) as out:
                 for p in inputs:
@@ -59,10 +57,6 @@ def merge(inputs: list[Path], into: Path) -> list[MergeReport]:
                         reports.append(_merge_one(out, Path(p), Path(current)))
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
-        except UserError as exc:
-            if path == into:
-                raise
-            raise type(exc)(str(exc).replace(str(path), str(into))) from None  # name the user's file, not ours
         except (duckdb.Error, OSError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(f"{shown(into)}: cannot write the merged DB ({first}); "

@@ -11,7 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from .errors import StoreError, shown
+import duckdb
+
+from .errors import StoreError, UserError, shown
 
 SCRATCH_PREFIX = "kvreport-"
 
@@ -62,6 +64,23 @@ def clean_stale(parent: Path, prefix: str) -> None:
 
 class DBAppeared(StoreError):
     """The DB file did not exist when we began creating it, and does now: another process made it."""
+
+
+@contextlib.contextmanager
+def db_file(path: str | os.PathLike) -> Iterator[Path]:
+    """The DB file to write into: `path` itself when it exists, else new_db_file's temporary file, linked into
+    place when the block succeeds. A UserError raised inside names `path`, never the temporary name, and an
+    interrupted DuckDB statement comes out as KeyboardInterrupt."""
+    path = Path(path)
+    with (new_db_file(path) if not path.exists() else contextlib.nullcontext(path)) as where:
+        try:
+            yield where
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        except UserError as exc:
+            if where == path:
+                raise
+            raise type(exc)(str(exc).replace(str(where), str(path))) from None  # the user's file, not ours
 
 
 @contextlib.contextmanager
