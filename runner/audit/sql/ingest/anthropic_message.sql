@@ -31,7 +31,7 @@ WITH o AS (
     "result": {"type": "VARCHAR", "error": {"error": {"type": "VARCHAR", "message": "VARCHAR"}},
       "message": {"type": "VARCHAR", "model": "VARCHAR", "error": {"type": "VARCHAR", "message": "VARCHAR"},
         "usage": {"input_tokens": "VARCHAR", "output_tokens": "VARCHAR", "cache_read_input_tokens": "VARCHAR",
-                  "cache_creation_input_tokens": "VARCHAR", "prompt_tokens": "VARCHAR"}}}}')
+                  "cache_creation_input_tokens": "VARCHAR", "prompt_tokens": "VARCHAR"}}}}', false)
 ),
 j AS (  -- b: the batch line (NULL for a bare Message); x: the Message (NULL where a batch line's is not an object)
   SELECT * EXCLUDE (x, msg), CASE WHEN $root <> '$' THEN x END AS b,

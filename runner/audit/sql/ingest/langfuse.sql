@@ -23,7 +23,7 @@ CREATE OR REPLACE TEMP TABLE _shape AS
 WITH p AS (
   SELECT * FROM kv_shape_lines($session_keys, $time_keys, '{"type": "VARCHAR",
     "model": "VARCHAR", "level": "VARCHAR", "statusMessage": "VARCHAR", "endTime": "VARCHAR",
-    "usageDetails": "JSON", "input": "JSON"}')
+    "usageDetails": "JSON", "input": "JSON"}', false)
 ),
 d AS (  -- one row per usage type of each generation
   SELECT p.line, e.key, json_extract_string(e.value, '$') AS val,

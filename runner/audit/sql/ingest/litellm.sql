@@ -27,12 +27,17 @@
 -- Each line is parsed twice (kv_shape_lines); its metadata once more, as text (a spend-log row's metadata string
 -- once again), every usage_object figure by one json_extract_string. A JSON leaf from json_transform is minified
 -- JSON, so its first character is its type ('"' a string, '[' an array): no json_type parse.
+-- Whether the keys are the shape's defaults (SHAPES in formats.py), which the parse below holds.
+CREATE OR REPLACE TEMP MACRO kv_litellm_default_keys(session_keys, time_keys) AS
+  session_keys = ['$.session_id', '$.trace_id'] AND time_keys = ['$.startTime'];
+
 CREATE OR REPLACE TEMP TABLE _shape AS
 WITH p AS (
   SELECT * FROM kv_shape_lines($session_keys, $time_keys, '{"call_type": "VARCHAR",
     "status": "VARCHAR", "model": "VARCHAR", "custom_llm_provider": "VARCHAR", "prompt_tokens": "VARCHAR",
     "completion_tokens": "VARCHAR", "endTime": "VARCHAR", "cache_hit": "VARCHAR", "error_str": "VARCHAR",
-    "metadata": "JSON", "hidden_params": {"usage_object": "JSON"}, "messages": "JSON"}')
+    "metadata": "JSON", "hidden_params": {"usage_object": "JSON"}, "messages": "JSON",
+    "session_id": "VARCHAR", "trace_id": "VARCHAR", "startTime": "VARCHAR"}', kv_litellm_default_keys($session_keys, $time_keys))
 ),
 m AS (  -- a spend-log row keeps metadata as JSON text
   SELECT *, CASE WHEN NOT starts_with(x.metadata, '"') THEN x.metadata
@@ -69,7 +74,10 @@ SELECT line, blank, ok, false AS skip,
   usage[3] AS s_write,
   'usage_object.cache_creation_input_tokens' AS f_write,
   x.completion_tokens AS s_output, 'completion_tokens' AS f_output,
-  key_session AS s_session, key_time AS s_start, x.endTime AS s_end,
+  CASE WHEN kv_litellm_default_keys($session_keys, $time_keys) THEN coalesce(x.session_id, x.trace_id)
+       ELSE key_session END AS s_session,
+  CASE WHEN kv_litellm_default_keys($session_keys, $time_keys) THEN x.startTime ELSE key_time END AS s_start,
+  x.endTime AS s_end,
   x.custom_llm_provider AS provider_name, x.model AS request_model, NULL AS response_model,
   CASE WHEN starts_with(x.messages, '[') THEN json_object('system', NULL, 'messages', x.messages) END AS content
 FROM u;

@@ -21,10 +21,21 @@
 -- Each line is parsed once into one structure that holds both an API object's fields and a batch line's
 -- (kv_shape_lines): the object's fields are read from the top ($root = '$') or from response.body. Only a batch
 -- line asks where its body is not an object (json_type, a third parse, rare).
+-- Which shape's default keys (SHAPES in formats.py) the reader was given: 'chat', 'response', or NULL (a batch
+-- line, or keys of the user's own: read by their paths).
+CREATE OR REPLACE TEMP MACRO kv_openai_default_keys(root, session_keys, time_keys) AS
+  CASE WHEN root <> '$' THEN NULL
+       WHEN session_keys = ['$.metadata.session_id', '$.metadata.conversation_id'] AND time_keys = ['$.created']
+         THEN 'chat'
+       WHEN session_keys = ['$.conversation.id', '$.metadata.session_id', '$.metadata.conversation_id', '$.user']
+            AND time_keys = ['$.created_at'] THEN 'response' END;
+
 CREATE OR REPLACE TEMP TABLE _shape AS
 WITH o AS (
   SELECT *, CASE WHEN $root = '$' THEN x ELSE x.response.body END AS obj
   FROM kv_shape_lines($session_keys, $time_keys, '{"object": "VARCHAR", "status": "VARCHAR", "model": "VARCHAR",
+    "created": "VARCHAR", "created_at": "VARCHAR", "user": "VARCHAR", "conversation": {"id": "VARCHAR"},
+    "metadata": {"session_id": "VARCHAR", "conversation_id": "VARCHAR"},
     "error": {"code": "VARCHAR", "message": "VARCHAR"},
     "usage": {"prompt_tokens": "VARCHAR", "input_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
               "output_tokens": "VARCHAR", "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
@@ -34,12 +45,22 @@ WITH o AS (
       "error": {"code": "VARCHAR", "message": "VARCHAR"},
       "usage": {"prompt_tokens": "VARCHAR", "input_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
                 "output_tokens": "VARCHAR", "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
-                "input_tokens_details": {"cached_tokens": "VARCHAR"}}}}}')
+                "input_tokens_details": {"cached_tokens": "VARCHAR"}}}}}',
+    kv_openai_default_keys($root, $session_keys, $time_keys) IS NOT NULL)
+),
+k AS (  -- the session and time: from the parse where the keys are the shape's defaults, else by their paths
+  SELECT *, CASE kv_openai_default_keys($root, $session_keys, $time_keys)
+              WHEN 'chat' THEN coalesce(x.metadata.session_id, x.metadata.conversation_id)
+              WHEN 'response' THEN coalesce(x.conversation.id, x.metadata.session_id, x.metadata.conversation_id, x.user)
+              ELSE key_session END AS s_session,
+            CASE kv_openai_default_keys($root, $session_keys, $time_keys)
+              WHEN 'chat' THEN x.created WHEN 'response' THEN x.created_at ELSE key_time END AS s_start
+  FROM o
 ),
 j AS (  -- b: the batch line (NULL for a bare object); x: the API object
   SELECT * EXCLUDE (x, obj), CASE WHEN $root <> '$' THEN x END AS b,
          {'object': obj.object, 'status': obj.status, 'model': obj.model, 'error': obj.error, 'usage': obj.usage} AS x
-  FROM o
+  FROM k
 )
 SELECT line, blank, ok, false AS skip,
   CASE
@@ -75,6 +96,6 @@ SELECT line, blank, ok, false AS skip,
   CASE WHEN x.usage.completion_tokens IS NOT NULL THEN 'usage.completion_tokens'
        WHEN x.usage.output_tokens IS NOT NULL OR x.object = 'response' THEN 'usage.output_tokens'
        ELSE 'usage.completion_tokens' END AS f_output,
-  key_session AS s_session, key_time AS s_start, NULL AS s_end,
+  s_session, s_start, NULL AS s_end,
   'openai' AS provider_name, NULL AS request_model, x.model AS response_model, CAST(NULL AS JSON) AS content
 FROM j;
