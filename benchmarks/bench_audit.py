@@ -1,7 +1,7 @@
 """Benchmark: the whole `kvreport audit` process on the log shapes people write, against its floors.
 
-    python benchmarks/bench_audit.py                                   # every shape, 1M calls, 3 runs each
-    python benchmarks/bench_audit.py --calls 4000000 --shapes iso,epoch-ms,openai-chat,anthropic,litellm
+    python benchmarks/bench_audit.py                                   # every shape, 4M calls, 3 runs each
+    python benchmarks/bench_audit.py --calls 1000000 --shapes iso,epoch-ms,openai-chat,anthropic,litellm
     python benchmarks/bench_audit.py --shapes iso --per-session 1 --calls 10000000 --runs 1 --rss-trace
     python benchmarks/bench_audit.py --shapes iso --seed --startup    # and the seed's loop, fixed cost, --help
 
@@ -9,7 +9,9 @@ Per shape (SHAPES: the OpenAI envelope with its time as each common logger write
 their SDKs return them), a log is generated (a temp dir, deleted afterwards): N calls, 8 per session, then two
 broken lines (a negative count in that shape, and a truncated line). Three child processes, each timed whole
 from outside (interpreter start, imports, reading, writing; wall and CPU seconds and peak RSS from wait4), run
---runs times in alternating order, and the medians are printed:
+--runs times in alternating order, and the medians (min-max) are printed, in wall seconds and in CPU seconds (user +
+system, every thread): on a shared machine the CPU-seconds ratios are the fair figure, and the load average
+before and after each shape says how shared it was:
   audit        `python -m kvreport.runner audit LOG --db DB`: detect, ingest with validation and rejects,
                per-session and fleet metrics, leakage timeline, TTL sweep, cost, everything written to a new DB;
   floor        DuckDB's JSON reader with the shape's columns spelled out, and the per-session sums: nothing
@@ -301,6 +303,19 @@ def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2]
 
 
+def _spread(xs: list[float]) -> str:
+    """The median of `xs` and its range: '9.36 (9.10-9.80)' (one run: just the value)."""
+    return f"{_median(xs):.2f}" + (f" ({min(xs):.2f}-{max(xs):.2f})" if len(xs) > 1 else "")
+
+
+def _load() -> str:
+    """The 1-minute load average (the machine may be shared: how many runnable processes competed)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
 def audit_result(db: Path) -> dict:
     import duckdb
 
@@ -344,6 +359,7 @@ def bench_shape(shape: str, args, d: Path) -> dict:
                                               str(floor_db), shape]))
 
     sides = [audit, floor, store_floor]
+    load_before = _load()
     for run in range(args.runs):
         for side in sides if run % 2 == 0 else sides[::-1]:
             side()
@@ -357,15 +373,20 @@ def bench_shape(shape: str, args, d: Path) -> dict:
                 or abs(a["overall_pcer"] - fs["overall_pcer"]) > 1e-9:
             raise SystemExit(f"{shape}: the audit ({a['n_calls']:,} calls, {a['n_sessions']:,} sessions, PCER "
                              f"{a['overall_pcer']}) and the floor ({fs}) disagree: one of them is wrong")
-    row = {"shape": shape, "mb": log.stat().st_size / 1e6}
+    row = {"shape": shape, "mb": log.stat().st_size / 1e6, "load": f"{load_before}/{_load()}"}
     for side, runs in times.items():
         row[side] = _median([r["wall_s"] for r in runs])
         row[side + " cpu"] = _median([r["cpu_s"] for r in runs])
         row[side + " rss"] = max(r["peak_rss_bytes"] for r in runs) / 1e6
-    row["all"] = {side: [round(r["wall_s"], 2) for r in runs] for side, runs in times.items()}
-    print(f"  audit {row['audit']:.2f} s ({row['audit cpu']:.2f} CPU-s, peak RSS {row['audit rss']:,.0f} MB), floor "
-          f"{row['floor']:.2f} s, store floor {row['store floor']:.2f} s: {row['audit'] / row['floor']:.1f}x the floor, "
-          f"{row['audit'] / row['store floor']:.2f}x the store floor; each run {row['all']}", flush=True)
+        row[side + " wall str"] = _spread([r["wall_s"] for r in runs])
+        row[side + " cpu str"] = _spread([r["cpu_s"] for r in runs])
+    # ratios of the medians, and of the runs paired in order (run k of the audit against run k of the floor)
+    row["ratio"] = _spread([a["wall_s"] / f["wall_s"] for a, f in zip(times["audit"], times["store floor"])])
+    row["ratio cpu"] = _spread([a["cpu_s"] / f["cpu_s"] for a, f in zip(times["audit"], times["store floor"])])
+    print(f"  audit {row['audit wall str']} s ({row['audit cpu str']} CPU-s, peak RSS {row['audit rss']:,.0f} MB), "
+          f"floor {row['floor wall str']} s ({row['floor cpu str']} CPU-s), store floor {row['store floor wall str']} s "
+          f"({row['store floor cpu str']} CPU-s): {row['audit'] / row['floor']:.1f}x the floor, "
+          f"{row['ratio']}x the store floor, CPU {row['ratio cpu']}x; load average {row['load']}", flush=True)
     if args.seed and "'response'" in SHAPES[shape].columns:  # the seed's loop reads envelopes only
         p = run_side([sys.executable, __file__, "--child-seed", str(log)])
         ps = json.loads(p["stdout"].strip().splitlines()[-1])
@@ -386,7 +407,7 @@ def bench_shape(shape: str, args, d: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=1_000_000)
+    ap.add_argument("--calls", type=int, default=4_000_000)
     ap.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
     ap.add_argument("--per-session", type=int, default=CALLS_PER_SESSION, help="calls per session")
     ap.add_argument("--runs", type=int, default=3, help="runs of each side per shape, alternating (medians)")
@@ -420,13 +441,15 @@ def main() -> None:
         for shape in shapes:
             rows.append(bench_shape(shape, args, Path(d)))
     # On a shared machine wall time depends on the neighbours; CPU seconds (user + system, every thread) less so.
-    print("\n| shape | log MB | audit s (CPU s) | floor s (CPU s) | store floor s (CPU s) | audit / floor | "
-          "audit / store floor (CPU) | audit peak RSS MB |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"\n{args.calls:,} calls per shape; median (min-max) of {args.runs} alternating runs; wall s / CPU s; "
+          "ratios: audit / store floor, run k against run k")
+    print("\n| shape | log MB | audit wall s | audit CPU s | floor CPU s | store floor wall s | store floor CPU s | "
+          "audit / store floor (wall) | audit / store floor (CPU) | audit peak RSS MB | load avg |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['shape']} | {r['mb']:,.0f} | {r['audit']:.2f} ({r['audit cpu']:.2f}) | {r['floor']:.2f} "
-              f"({r['floor cpu']:.2f}) | {r['store floor']:.2f} ({r['store floor cpu']:.2f}) | "
-              f"{r['audit'] / r['floor']:.1f}x | {r['audit'] / r['store floor']:.2f}x "
-              f"({r['audit cpu'] / r['store floor cpu']:.2f}x) | {r['audit rss']:,.0f} |")
+        print(f"| {r['shape']} | {r['mb']:,.0f} | {r['audit wall str']} | {r['audit cpu str']} | {r['floor cpu str']} | "
+              f"{r['store floor wall str']} | {r['store floor cpu str']} | {r['ratio']}x | {r['ratio cpu']}x | "
+              f"{r['audit rss']:,.0f} | {r['load']} |")
     if args.startup:
         help_s = sorted(run_side([sys.executable, "-m", "kvreport.runner", "audit", "--help"])["wall_s"] for _ in range(5))
         print(f"start-up: `kvreport audit --help` {help_s[2]:.2f} s (median of 5, {help_s[0]:.2f}-{help_s[-1]:.2f})")

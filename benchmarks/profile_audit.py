@@ -1,4 +1,5 @@
-"""Where a `kvreport audit` spends its time: seconds per SQL file (runner/audit/sql/STAGE/NAME.sql), for the
+"""Where a `kvreport audit` spends its time: wall and CPU seconds (every thread of the process: the fair figure on
+a shared machine) per SQL file (runner/audit/sql/STAGE/NAME.sql), for the
 Python passes over the log's bytes and for the final COMMIT, then the whole process's wall time and peak RSS.
 
     python benchmarks/profile_audit.py LOG [kvreport audit options...] --db /tmp/profile.duckdb
@@ -15,6 +16,7 @@ import time
 from collections import defaultdict
 
 T0 = time.perf_counter()
+C0 = time.process_time()
 
 
 def main() -> None:
@@ -23,10 +25,11 @@ def main() -> None:
     from kvreport.runner.cli import main as cli
 
     seconds: dict[str, float] = defaultdict(float)
+    cpu: dict[str, float] = defaultdict(float)
     run_sql, persist = sqlfiles.run_sql, engine.persist
 
     def timed_sql(con, name, columns=None, **params):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return run_sql(con, name, columns, **params)
         except Exception as exc:
@@ -37,14 +40,16 @@ def main() -> None:
             raise
         finally:
             seconds[name] += time.perf_counter() - t
+            cpu[name] += time.process_time() - c
 
     def timed(name, fn):
         def wrapper(*args, **kwargs):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 seconds[name] += time.perf_counter() - t
+                cpu[name] += time.process_time() - c
         return wrapper
 
     for module in (engine, ingest, fastread, formats, prepare, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles):  # each imported run_sql by name
@@ -52,14 +57,16 @@ def main() -> None:
     # Python passes over the log's bytes (linescan.py, called from ingest.py and fastread.py), and the COMMIT of everything (persist less its store steps)
     ingest.scan_lines = timed("(python: the line scan of each file)", ingest.scan_lines)
     fastread._lines_copy = timed("(python: lines read again line-exactly)", fastread._lines_copy)
-    commit = [0.0]
+    commit = [0.0, 0.0]
 
     def timed_persist(con, result):
-        t, before = time.perf_counter(), sum(seconds.values())
+        t, c = time.perf_counter(), time.process_time()
+        before, before_cpu = sum(seconds.values()), sum(cpu.values())
         try:
             persist(con, result)
         finally:
             commit[0] += time.perf_counter() - t - (sum(seconds.values()) - before)
+            commit[1] += time.process_time() - c - (sum(cpu.values()) - before_cpu)
 
     engine.persist = timed_persist
     sys.argv = ["kvreport", "audit", *sys.argv[1:]]
@@ -68,14 +75,16 @@ def main() -> None:
     except SystemExit as exc:
         if exc.code:
             raise
-    wall = time.perf_counter() - T0
-    seconds["(COMMIT of the audit's transaction)"] = commit[0]
-    print(f"\nwhole process {wall:.2f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB; "
-          f"steps below {sum(seconds.values()):.2f} s, the rest (start-up, store, detection, output) "
-          f"{wall - sum(seconds.values()):.2f} s")
-    for name, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
-        if s >= 0.005:
-            print(f"  {s:6.2f} s  {name}")
+    wall, total_cpu = time.perf_counter() - T0, time.process_time() - C0
+    seconds["(COMMIT of the audit's transaction)"], cpu["(COMMIT of the audit's transaction)"] = commit
+    print(f"\nwhole process {wall:.2f} s ({total_cpu:.2f} CPU-s), peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB; steps below {sum(seconds.values()):.2f} s "
+          f"({sum(cpu.values()):.2f} CPU-s), the rest (start-up, store, detection, output) "
+          f"{wall - sum(seconds.values()):.2f} s ({total_cpu - sum(cpu.values()):.2f} CPU-s)")
+    print("   CPU-s  wall s  step (by CPU seconds)")
+    for name, c in sorted(cpu.items(), key=lambda kv: -kv[1]):
+        if c >= 0.005 or seconds[name] >= 0.005:
+            print(f"  {c:6.2f}  {seconds[name]:6.2f}  {name}")
 
 
 if __name__ == "__main__":

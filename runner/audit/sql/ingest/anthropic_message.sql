@@ -17,18 +17,28 @@
 --     type and, for errors, the error's type and message. A Message carries no time and no session: give
 --     --time-key / --session-key for fields your own logger added, else each call is its own session.
 -- One row per line into _shape; sql/ingest/calls_from_usage.sql turns the texts into numbers and rejects.
+-- Each line is parsed once into one structure that holds both a Message's fields and a batch result line's
+-- (kv_shape_lines): the Message's fields are read from the top ($root = '$') or from result.message. Only a
+-- batch line asks where its message is not an object (json_type, a third parse, rare).
 CREATE OR REPLACE TEMP TABLE _shape AS
 WITH o AS (
-  SELECT *, CASE WHEN is_object THEN json_extract(raw, $root) END AS msg,
-         CASE WHEN is_object AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
-           "result": {"type": "VARCHAR", "error": {"error": {"type": "VARCHAR", "message": "VARCHAR"}}}}') END AS b
-  FROM kv_shape_lines($session_keys, $time_keys)
-),
-j AS (
-  SELECT *, CASE WHEN json_type(msg) = 'OBJECT' THEN json_transform(msg, '{"type": "VARCHAR", "model": "VARCHAR",
+  SELECT *, CASE WHEN $root = '$' THEN x ELSE x.result.message END AS msg
+  FROM kv_shape_lines($session_keys, $time_keys, '{"type": "VARCHAR", "model": "VARCHAR",
     "error": {"type": "VARCHAR", "message": "VARCHAR"},
     "usage": {"input_tokens": "VARCHAR", "output_tokens": "VARCHAR", "cache_read_input_tokens": "VARCHAR",
-              "cache_creation_input_tokens": "VARCHAR", "prompt_tokens": "VARCHAR"}}') END AS x
+              "cache_creation_input_tokens": "VARCHAR", "prompt_tokens": "VARCHAR"},
+    "custom_id": "VARCHAR",
+    "result": {"type": "VARCHAR", "error": {"error": {"type": "VARCHAR", "message": "VARCHAR"}},
+      "message": {"type": "VARCHAR", "model": "VARCHAR", "error": {"type": "VARCHAR", "message": "VARCHAR"},
+        "usage": {"input_tokens": "VARCHAR", "output_tokens": "VARCHAR", "cache_read_input_tokens": "VARCHAR",
+                  "cache_creation_input_tokens": "VARCHAR", "prompt_tokens": "VARCHAR"}}}}', false)
+),
+j AS (  -- b: the batch line (NULL for a bare Message); x: the Message (NULL where a batch line's is not an object)
+  SELECT * EXCLUDE (x, msg), CASE WHEN $root <> '$' THEN x END AS b,
+         CASE WHEN msg IS NULL THEN NULL  -- a CASE, not AND/OR: only a batch line's message is looked at again
+              WHEN $root = '$' THEN {'type': msg.type, 'model': msg.model, 'error': msg.error, 'usage': msg.usage}
+              WHEN json_type(json_extract(raw, $root)) = 'OBJECT'
+              THEN {'type': msg.type, 'model': msg.model, 'error': msg.error, 'usage': msg.usage} END AS x
   FROM o
 )
 SELECT line, blank, ok, false AS skip,

@@ -5,14 +5,20 @@
 --   false  s_input excludes cache reads and writes (Anthropic, Langfuse): input = s_input + s_cached + s_write
 -- A row that is `skip` (not a call, e.g. a Langfuse span) is kept as a blank line: neither call nor reject.
 INSERT INTO _staged BY NAME
-WITH v AS (
-  SELECT *,
-         kv_sint_error(s_input, f_input) AS e_input, kv_sint_error(s_cached, f_cached) AS e_cached,
-         kv_sint_error(s_write, f_write) AS e_write, kv_sint_error(s_output, f_output) AS e_output,
-         kv_sint(s_input) AS n_input, coalesce(kv_sint(s_cached), 0) AS n_cached,
-         coalesce(kv_sint(s_write), 0) AS n_write, kv_sint(s_output) AS n_output,
-         kv_sts(s_start) AS t_start, kv_sts(s_end) AS t_end
+WITH c AS (  -- every value converted once: the checks below and the output share them
+  SELECT *, kv_sint(s_input) AS n_input, kv_sint(s_cached) AS c_cached, kv_sint(s_write) AS c_write,
+         kv_sint(s_output) AS n_output, kv_sts(s_start) AS t_start, kv_sts(s_end) AS t_end
   FROM _shape
+),
+v AS (  -- a value's reject reason only where it did not convert: kv_sint and kv_sint_error never both give
+        -- NULL for a value (setup/macros.sql), so a converted one has none, and its text is not tested again
+  SELECT * EXCLUDE (c_cached, c_write),
+         CASE WHEN n_input IS NULL THEN kv_sint_error(s_input, f_input) END AS e_input,
+         CASE WHEN c_cached IS NULL THEN kv_sint_error(s_cached, f_cached) END AS e_cached,
+         CASE WHEN c_write IS NULL THEN kv_sint_error(s_write, f_write) END AS e_write,
+         CASE WHEN n_output IS NULL THEN kv_sint_error(s_output, f_output) END AS e_output,
+         coalesce(c_cached, 0) AS n_cached, coalesce(c_write, 0) AS n_write
+  FROM c
 ),
 r AS (
   SELECT *,
@@ -23,7 +29,8 @@ r AS (
       WHEN s_input IS NULL THEN f_input || ' missing'
       WHEN s_output IS NULL THEN f_output || ' missing'
       ELSE coalesce(e_input, e_cached, e_write, e_output,
-        kv_sts_error(s_start, $time_label), kv_sts_error(s_end, 'end time'),
+        CASE WHEN s_start IS NOT NULL AND t_start IS NULL THEN kv_sts_error(s_start, $time_label) END,
+        CASE WHEN s_end IS NOT NULL AND t_end IS NULL THEN kv_sts_error(s_end, 'end time') END,
         CASE WHEN includes_cache AND n_cached + n_write > n_input
              THEN format('{} ({}){} > {} ({})', f_cached, n_cached,
                          CASE WHEN n_write > 0 THEN format(' + {} ({})', f_write, n_write) ELSE '' END,

@@ -21,10 +21,9 @@
 --     (present when the export joined it in) then traceId: give --session-key for your own field.
 CREATE OR REPLACE TEMP TABLE _shape AS
 WITH p AS (
-  SELECT *, CASE WHEN is_object THEN json_transform(raw, '{"type": "VARCHAR",
+  SELECT * FROM kv_shape_lines($session_keys, $time_keys, '{"type": "VARCHAR",
     "model": "VARCHAR", "level": "VARCHAR", "statusMessage": "VARCHAR", "endTime": "VARCHAR",
-    "usageDetails": "JSON", "input": "JSON"}') END AS x
-  FROM kv_shape_lines($session_keys, $time_keys)
+    "usageDetails": "JSON", "input": "JSON"}', false)
 ),
 d AS (  -- one row per usage type of each generation
   SELECT p.line, e.key, json_extract_string(e.value, '$') AS val,

@@ -18,21 +18,49 @@
 --   * Responses API `status`: "failed" and "cancelled" responses are rejects; "incomplete" ones (cut at
 --     max_output_tokens) were processed and count.
 -- One row per line into _shape; sql/ingest/calls_from_usage.sql turns the texts into numbers and rejects.
+-- Each line is parsed once into one structure that holds both an API object's fields and a batch line's
+-- (kv_shape_lines): the object's fields are read from the top ($root = '$') or from response.body. Only a batch
+-- line asks where its body is not an object (json_type, a third parse, rare).
+-- Which shape's default keys (SHAPES in formats.py) the reader was given: 'chat', 'response', or NULL (a batch
+-- line, or keys of the user's own: read by their paths).
+CREATE OR REPLACE TEMP MACRO kv_openai_default_keys(root, session_keys, time_keys) AS
+  CASE WHEN root <> '$' THEN NULL
+       WHEN session_keys = ['$.metadata.session_id', '$.metadata.conversation_id'] AND time_keys = ['$.created']
+         THEN 'chat'
+       WHEN session_keys = ['$.conversation.id', '$.metadata.session_id', '$.metadata.conversation_id', '$.user']
+            AND time_keys = ['$.created_at'] THEN 'response' END;
+
 CREATE OR REPLACE TEMP TABLE _shape AS
-WITH o AS (  -- the API object of the line (the whole line, or the batch line's response body)
-  SELECT *, CASE WHEN is_object THEN CASE WHEN $root = '$' THEN raw ELSE json_extract(raw, $root) END END AS obj,
-         CASE WHEN is_object AND $root <> '$' THEN json_transform(raw, '{"custom_id": "VARCHAR",
-           "response": {"status_code": "VARCHAR", "body": {"error": {"message": "VARCHAR"}}},
-           "error": {"code": "VARCHAR", "message": "VARCHAR"}}') END AS b
-  FROM kv_shape_lines($session_keys, $time_keys)
-),
-j AS (
-  SELECT *, CASE WHEN json_type(obj) = 'OBJECT' THEN json_transform(obj, '{"object": "VARCHAR", "status": "VARCHAR",
-    "model": "VARCHAR", "error": {"code": "VARCHAR", "message": "VARCHAR"},
+WITH o AS (
+  SELECT *, CASE WHEN $root = '$' THEN x ELSE x.response.body END AS obj
+  FROM kv_shape_lines($session_keys, $time_keys, '{"object": "VARCHAR", "status": "VARCHAR", "model": "VARCHAR",
+    "created": "VARCHAR", "created_at": "VARCHAR", "user": "VARCHAR", "conversation": {"id": "VARCHAR"},
+    "metadata": {"session_id": "VARCHAR", "conversation_id": "VARCHAR"},
+    "error": {"code": "VARCHAR", "message": "VARCHAR"},
     "usage": {"prompt_tokens": "VARCHAR", "input_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
               "output_tokens": "VARCHAR", "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
-              "input_tokens_details": {"cached_tokens": "VARCHAR"}}}') END AS x
+              "input_tokens_details": {"cached_tokens": "VARCHAR"}},
+    "custom_id": "VARCHAR",
+    "response": {"status_code": "VARCHAR", "body": {"object": "VARCHAR", "status": "VARCHAR", "model": "VARCHAR",
+      "error": {"code": "VARCHAR", "message": "VARCHAR"},
+      "usage": {"prompt_tokens": "VARCHAR", "input_tokens": "VARCHAR", "completion_tokens": "VARCHAR",
+                "output_tokens": "VARCHAR", "prompt_tokens_details": {"cached_tokens": "VARCHAR"},
+                "input_tokens_details": {"cached_tokens": "VARCHAR"}}}}}',
+    kv_openai_default_keys($root, $session_keys, $time_keys) IS NOT NULL)
+),
+k AS (  -- the session and time: from the parse where the keys are the shape's defaults, else by their paths
+  SELECT *, CASE kv_openai_default_keys($root, $session_keys, $time_keys)
+              WHEN 'chat' THEN coalesce(x.metadata.session_id, x.metadata.conversation_id)
+              WHEN 'response' THEN coalesce(x.conversation.id, x.metadata.session_id, x.metadata.conversation_id, x.user)
+              ELSE key_session END AS s_session,
+            CASE kv_openai_default_keys($root, $session_keys, $time_keys)
+              WHEN 'chat' THEN x.created WHEN 'response' THEN x.created_at ELSE key_time END AS s_start
   FROM o
+),
+j AS (  -- b: the batch line (NULL for a bare object); x: the API object
+  SELECT * EXCLUDE (x, obj), CASE WHEN $root <> '$' THEN x END AS b,
+         {'object': obj.object, 'status': obj.status, 'model': obj.model, 'error': obj.error, 'usage': obj.usage} AS x
+  FROM k
 )
 SELECT line, blank, ok, false AS skip,
   CASE
@@ -43,7 +71,8 @@ SELECT line, blank, ok, false AS skip,
     WHEN $root <> '$' AND b.response.status_code IS DISTINCT FROM '200'
       THEN 'status_code ' || coalesce(b.response.status_code, 'missing') || ': '
            || coalesce(b.response.body.error.message, '(no message)')
-    WHEN obj IS NULL OR json_type(obj) <> 'OBJECT' THEN 'no response object'
+    WHEN CASE WHEN $root = '$' THEN false  -- a CASE, not AND: only a batch line's body is looked at again
+              ELSE json_type(json_extract(raw, $root)) IS DISTINCT FROM 'OBJECT' END THEN 'no response object'
     WHEN x.status IN ('failed', 'cancelled')
       THEN 'response ' || x.status || ': ' || coalesce(x.error.code || ': ', '')
            || coalesce(x.error.message, '(no message)')
@@ -67,6 +96,6 @@ SELECT line, blank, ok, false AS skip,
   CASE WHEN x.usage.completion_tokens IS NOT NULL THEN 'usage.completion_tokens'
        WHEN x.usage.output_tokens IS NOT NULL OR x.object = 'response' THEN 'usage.output_tokens'
        ELSE 'usage.completion_tokens' END AS f_output,
-  key_session AS s_session, key_time AS s_start, NULL AS s_end,
+  s_session, s_start, NULL AS s_end,
   'openai' AS provider_name, NULL AS request_model, x.model AS response_model, CAST(NULL AS JSON) AS content
 FROM j;

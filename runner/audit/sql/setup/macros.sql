@@ -152,32 +152,42 @@ CREATE OR REPLACE TEMP MACRO kv_sts_any(s) AS
     ELSE kv_ts_text(s)
   END;
 
--- kv_sts: the value kv_sts_any gives, for every text, with each form loggers write read by one cheap test and one
--- conversion (the general path's tests, regular expressions and failed casts cost more than the conversion):
---   '2025-06-02T10:00:00Z' (20 bytes ending in Z, the commonest logged time of all): try_strptime in exactly
---     that format, in the window, else kv_sts_any. Only texts of that length and ending: a text try_strptime
---     does not read costs it about a microsecond, more than all of a time's conversion here;
---   other ISO-8601 texts in the strict form 'YYYY-MM-DD[T ]HH:MM:SS[.f{1,6}][Z|+HH:MM|-HH:MM]': kv_ts_text, whose
---     offset check (kv_bad_offset's regular expressions) is two substrings, the offset (if any) being the last
---     six characters; for such texts kv_sts_any's plain-UTC cast gives what kv_ts_text gives (kv_plain_utc);
---   digits with an optional fraction (a Unix time in s/ms/us/ns, integer or float): kv_sts_any's own branch.
+-- kv_sts: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion. A macro's
+-- argument is expanded wherever it is named, so kv_in_window(kv_ts_number(TRY_CAST(s AS DOUBLE))) converts a
+-- time a dozen times (three copies of a CASE that casts in each test): most of an audit's value conversions.
+-- Here each form converts once, where the window cannot matter, and only times near its edges take the exact
+-- general path:
+--   ISO-8601 in the strict form 'YYYY-MM-DD[T ]HH:MM:SS[.f{1,6}][Z|+HH:MM|-HH:MM]' (kv_iso_strict; for such
+--     texts kv_sts_any's branches all give what kv_ts_text gives): an offset beyond 14:00 is NULL; a year from
+--     2001 to 2098 stays in the window whatever the offset, so it is the one TIMESTAMPTZ cast (NULL where the
+--     cast reads no time, as in kv_ts_text); years 2000 and 2099 and the rest take kv_ts_text's window check;
+--   digits with an optional fraction (a Unix time in s/ms/us/ns): a value more than a second inside the window
+--     in its unit (kv_ts_number's bands: s < 1e11 <= ms < 1e14 <= us < 1e17 <= ns) is that unit's one
+--     conversion, which cannot round out of the window; the rest takes kv_ts_number.
 -- Everything else takes kv_sts_any. tests/test_audit_rejects.py compares kv_sts with kv_sts_any on some 80,000
--- damaged times of every form, and checks that each branch reads some of them.
+-- damaged times of every form; tests/test_audit_times.py pins each edge (units, window, offsets, fractions).
 CREATE OR REPLACE TEMP MACRO kv_iso_strict(s) AS
   regexp_full_match(s, '[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})?');
+
+CREATE OR REPLACE TEMP MACRO kv_unix_inside(x) AS
+  CASE WHEN x > 946684801 AND x < 4102444799 THEN make_timestamp(CAST(x * 1e6 AS BIGINT))
+       WHEN x > 946684801e3 AND x < 4102444799e3 THEN make_timestamp(CAST(x * 1e3 AS BIGINT))
+       WHEN x > 946684801e6 AND x < 4102444799e6 THEN make_timestamp(CAST(x AS BIGINT))
+       WHEN x > 946684801e9 AND x < 4102444799e9 THEN make_timestamp(CAST(x / 1e3 AS BIGINT)) END;
 
 CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
   CASE
     WHEN s IS NULL THEN NULL
-    WHEN strlen(s) = 20 AND ends_with(s, 'Z')
-      THEN coalesce(kv_in_window(try_strptime(s, '%Y-%m-%dT%H:%M:%SZ')), kv_sts_any(s))
     WHEN contains(s, '-') THEN
       CASE WHEN NOT kv_iso_strict(s) THEN kv_sts_any(s)
            WHEN substr(s, -6, 1) IN ('+', '-')
                 AND TRY_CAST(substr(s, -5, 2) AS INTEGER) * 60 + TRY_CAST(substr(s, -2, 2) AS INTEGER) > 14 * 60
              THEN NULL
+           WHEN starts_with(s, '20') AND substr(s, 3, 2) NOT IN ('00', '99')
+             THEN make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ)))
            ELSE kv_in_window(make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ)))) END
-    WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN kv_ts_number(TRY_CAST(s AS DOUBLE))
+    WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN
+      coalesce(kv_unix_inside(TRY_CAST(s AS DOUBLE)), kv_ts_number(TRY_CAST(s AS DOUBLE)))
     ELSE kv_sts_any(s)
   END;
 
