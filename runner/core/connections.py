@@ -30,9 +30,7 @@ def connect(path: str | os.PathLike = ":memory:", read_only: bool = False, seale
     folder of its own inside this process's scratch folder (removed at exit), never beside the user's DB."""
     config = dict(NO_EXTENSIONS)
     if str(path) != ":memory:":
-        # A folder per connection: two open DBs (merge's output and an input) never share spill files.
-        spill = tempfile.mkdtemp(prefix="db-", dir=process_scratch_dir("spill"))
-        config.update(memory_limit=FILE_MEMORY_LIMIT, temp_directory=spill)
+        config.update(memory_limit=FILE_MEMORY_LIMIT, temp_directory=_spill_folder(path))
     con = duckdb.connect(str(path), read_only=read_only, config=config)
     if sealed:
         try:
@@ -41,6 +39,19 @@ def connect(path: str | os.PathLike = ":memory:", read_only: bool = False, seale
             con.close()
             raise
     return con
+
+
+_SPILL_FOLDERS: dict[tuple[int, str], str] = {}
+
+
+def _spill_folder(path: str | os.PathLike) -> str:
+    """The spill folder of one DB file in this process. One per file: two open DBs (merge's output and an
+    input) never share spill files. The same one each time for a file: DuckDB refuses a second connection to
+    an open file whose configuration differs."""
+    key = (os.getpid(), os.path.realpath(path))
+    if key not in _SPILL_FOLDERS or not os.path.isdir(_SPILL_FOLDERS[key]):
+        _SPILL_FOLDERS[key] = tempfile.mkdtemp(prefix="db-", dir=process_scratch_dir("spill"))
+    return _SPILL_FOLDERS[key]
 
 
 def rollback_quietly(con) -> None:
