@@ -53,6 +53,13 @@ def test_a_line_longer_than_the_readers_default_is_audited_not_dropped(tmp_path,
     assert s["n_calls"] == 7 and s["n_rejects"] == 0
 
 
+def test_ten_megabyte_lines_are_audited_and_priced_at_the_default_memory_limit(tmp_path):
+    """Each line alone fits; all ten once made DuckDB fail with "Out of Memory" at the default limit."""
+    s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", [1 << 20] * 10)])
+    assert s["n_calls"] == 10 and s["n_rejects"] == 0
+    assert s["priced_calls"] == 10 and s["cost_usd"] > 0
+
+
 def test_a_line_too_long_to_audit_is_one_reject_naming_its_size(tmp_path):
     pads = [0, 0, 5 << 20, 0, 0]  # 5 MB with a 128MB limit: over its 1/48
     s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", pads)], memory_limit="128MB")
