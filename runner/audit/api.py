@@ -30,8 +30,8 @@ from .kv_pricing import DEFAULT_GPU, UNPRICED_NOTICE, gpu_memory
 # The engine, prices and tokenizers are imported by `audit` itself, not here: the command
 # line imports this module to check its options, and `kvreport audit --help` should not pay for the rest.
 
-# DuckDB's share of memory. The whole process peaks about 150 MB above it (Python, imports, what DuckDB does
-# not count), so a 1M-call audit stays under 500 MB; beyond the limit DuckDB spills to the scratch folder.
+# DuckDB's share of memory; beyond it DuckDB spills to the scratch folder. The whole process peaks above it by
+# what DuckDB does not count (Python, imports, buffers): README gives the measured figures.
 DEFAULT_MEMORY_LIMIT = "350MB"
 _MIN_MEMORY = 64e6  # DuckDB refuses less than it already holds, and an audit needs room for its buffers
 _MAX_MEMORY = 2**50  # 1 PiB: DuckDB refuses far larger sizes with a parser error
