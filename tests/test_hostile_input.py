@@ -280,3 +280,11 @@ def test_every_numeric_option_refuses_absurd_values_in_one_line(tmp_path, comman
     assert option in _one_clear_line(r)
     assert not db.exists()
 
+
+
+def test_ray_workers_past_any_machine_are_refused_before_ray_starts():
+    pytest.importorskip("ray")
+    from kvreport.runner.audit.api import AuditRequest
+
+    with pytest.raises(UserError, match="--ray-workers 2147483648"):
+        AuditRequest(kv_bytes_per_token=1000, ray="local", ray_workers=2**31)
