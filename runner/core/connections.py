@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterable, Iterator
-
 import tempfile
+from typing import Iterable, Iterator
 
 import duckdb
 
