@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kvreport.runner.core.errors import UserError
-from conftest import cli_process as _cli, one_clear_line as _one_clear_line, quiet_audit
+from conftest import FIXTURE_DB, ROOT, cli_in_process, cli_process as _cli, one_clear_line as _one_clear_line, \
+    quiet_audit
 
 
 def _call(i: int, pad: int = 0, ts="2025-01-01T00:00:00Z") -> str:
@@ -50,6 +51,13 @@ def test_a_line_longer_than_the_readers_default_is_audited_not_dropped(tmp_path,
     pads.insert(6 if where == "last" else 3, 3 << 20)  # 3 MB: over DuckDB's 2 MB default, within the limit
     s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", pads)])
     assert s["n_calls"] == 7 and s["n_rejects"] == 0
+
+
+def test_ten_megabyte_lines_are_audited_and_priced_at_the_default_memory_limit(tmp_path):
+    """Each line alone fits; all ten once made DuckDB fail with "Out of Memory" at the default limit."""
+    s = _audit(tmp_path, [_log(tmp_path / "l.jsonl", [1 << 20] * 10)])
+    assert s["n_calls"] == 10 and s["n_rejects"] == 0
+    assert s["priced_calls"] == 10 and s["cost_usd"] > 0
 
 
 def test_a_line_too_long_to_audit_is_one_reject_naming_its_size(tmp_path):
@@ -232,3 +240,51 @@ def test_bad_option_values_are_one_line_on_the_command_line(tmp_path):
     for args in (["--idle-timeout", "nan"], ["--memory-limit", "banana"], ["--gpu-hour-price", "inf"]):
         err = _one_clear_line(_cli("audit", log, "--db", tmp_path / "a.duckdb", *args))
         assert args[0] in err
+
+
+# Every numeric option of every command, with the values that once slipped through: inf, nan, zero or negative
+# where that means nothing, and sizes past any machine (1e308, 2**31, 2**63, a 23-digit number). Each is one
+# line naming the option and exit 2, before any file is read or written.
+_TRACE = ROOT / "tests" / "fixtures" / "traces" / "mooncake_conversation_slice.jsonl"
+_HUGE = "99999999999999999999999"
+_OPTION_CASES = [
+    *(("replay", "--decode-tokens-per-s", v) for v in ("inf", "nan", "-1", "0", "1e308", "1e-320")),
+    ("replay", "--tp", "2147483648"), ("replay", "--tp", "0"), ("replay", "--block-tokens", _HUGE),
+    ("replay", "--trace-block-tokens", "0"), ("replay", "--trace-block-tokens", _HUGE),
+    ("replay", "--capacity-tokens", _HUGE), ("replay", "--capacity-tokens", "9223372036854775808"),
+    ("replay", "--target", "nan"), ("replay", "--gpu-memory", "1e300GB"),
+    ("replay", "--gpu-memory", "99999999999999999TB"), ("replay", "--host-memory", "99999999999999999TB"),
+    ("models", "--batch", "0"), ("models", "--batch", _HUGE), ("models", "--tp", "2147483648"),
+    ("models", "--max-model-len", _HUGE), ("models", "--seq", "9223372036854775808"), ("models", "--seq", "0"),
+    ("models", "--gpu-memory-utilization", "nan"), ("models", "--gpu-memory-utilization", "inf"),
+    ("models", "--kv-memory", "1e300GB"), ("models", "--gpu-memory", "99999999999999999TB"),
+    ("findings", "--run", "2147483648"), ("findings", "--run", _HUGE),
+    ("audit", "--kv-bytes-per-token", "1e308"), ("audit", "--idle-timeout", "1e308"),
+    ("audit", "--kv-max-mb", "1e308"), ("audit", "--gpu-hour-price", "1e308"),
+    ("audit", "--memory-limit", "99999999999TB"), ("audit", "--gpu", "9" * 400 + "GB"),
+]
+
+
+@pytest.mark.parametrize("command,option,value", _OPTION_CASES, ids=lambda v: str(v)[:24])
+def test_every_numeric_option_refuses_absurd_values_in_one_line(tmp_path, command, option, value):
+    log = _log(tmp_path / "l.jsonl", [0])
+    db = tmp_path / "a.duckdb"
+    given = {
+        "replay": ["replay", _TRACE, "--model", "llama-3.1-8b"],
+        "models": ["models", "llama-3.1-8b"],
+        "findings": ["findings", "--db", FIXTURE_DB],
+        "audit": ["audit", log, "--db", db] + ([] if option == "--kv-bytes-per-token" else ["--model", "gpt2"]),
+    }[command]
+    r = cli_in_process(*given, option, value)
+    assert r.returncode == 2
+    assert option in _one_clear_line(r)
+    assert not db.exists()
+
+
+
+def test_ray_workers_past_any_machine_are_refused_before_ray_starts():
+    pytest.importorskip("ray")
+    from kvreport.runner.audit.api import AuditRequest
+
+    with pytest.raises(UserError, match="--ray-workers 2147483648"):
+        AuditRequest(kv_bytes_per_token=1000, ray="local", ray_workers=2**31)

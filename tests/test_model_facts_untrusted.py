@@ -137,3 +137,29 @@ def test_random_json_in_any_field_gives_facts_or_one_line(base, field, value):
     figures = [f.bytes_per_token(), f.cache_bytes(1000), f.cache_bytes(0), f.weight_params,
                f.engine_cache_bytes(1000, 1, "bfloat16", 2), *f.pricing_terms()[::2]]
     assert all(isinstance(x, int) and x >= 0 for x in figures), figures
+
+
+def _nested(levels: int) -> dict:
+    """LLAMA with one more field whose value makes the whole document `levels` deep, counted as the reader
+    counts (the top object is 1, a number in it 2)."""
+    value: object = 1
+    for _ in range(levels - 2):
+        value = [value]
+    doc = {**LLAMA, "x": value}
+    assert cfg._depth(doc, 10**6) == levels
+    return doc
+
+
+@pytest.mark.parametrize("levels", [cfg.MAX_DEPTH + 1, 900])
+def test_a_config_nested_too_deep_is_one_line_naming_the_file(tmp_path, levels):
+    """33 levels is past the bound yet parses; 900 is under Python's recursion limit, so json parses it too:
+    only the depth check refuses either."""
+    from conftest import cli_in_process, one_clear_line
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_nested(levels)))
+    r = cli_in_process("models", path)
+    assert r.returncode == 2
+    assert f"nested deeper than {cfg.MAX_DEPTH} levels" in one_clear_line(r) and "config.json" in r.stderr
+    path.write_text(json.dumps(_nested(cfg.MAX_DEPTH)))
+    assert cli_in_process("models", path).returncode == 0

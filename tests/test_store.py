@@ -1,8 +1,16 @@
 """The DuckDB store: schema version, refusal of foreign/newer files, atomic experiment writes."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import duckdb
 import pytest
 
-from kvreport.runner.core.connections import connect
+from kvreport.runner.core import connections
+from kvreport.runner.core.connections import FILE_MEMORY_LIMIT, connect
 from kvreport.runner.core.errors import StoreError
 from kvreport.runner.core.migrations import apply_steps, create_schema, fresh_schema, schema_ddl, SCHEMA_VERSION
 from kvreport.runner.core.store import Store
@@ -176,3 +184,52 @@ def _schema_of_steps() -> dict:
     con = connect()
     apply_steps(con, 0)
     return _schema_of(con)
+
+
+# --- bounded memory ------------------------------------------------------------------------------------------
+def _spill_folder(con) -> Path:
+    return Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+
+
+def test_every_db_files_connection_has_a_memory_limit_and_spills_into_this_processs_scratch(tmp_path):
+    """DuckDB's default, 80% of the machine, let `build` of a million runs reach gigabytes."""
+    with connect() as probe:
+        probe.execute("SET memory_limit = ?", [FILE_MEMORY_LIMIT])
+        limit = probe.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    one, other = tmp_path / "one.duckdb", tmp_path / "other.duckdb"
+    Store(one).close()
+    Store(other).close()
+    with Store(one) as writer, connect(one) as beside, Store(other, read_only=True) as reader:
+        cons = [writer.con, beside, reader.con]
+        folders = [_spill_folder(con) for con in cons]
+        for con, folder in zip(cons, folders):
+            assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == limit
+            assert re.fullmatch(rf"kvreport-spill-{os.getpid()}-\w+", folder.parent.name), folder
+            assert folder.parent.parent == Path(tempfile.gettempdir()) and folder.is_dir()
+        # One file's connections share its folder (DuckDB refuses a second connection configured otherwise);
+        # two files never share spill files.
+        assert folders[0] == folders[1] != folders[2]
+
+
+def test_a_sealed_reader_over_its_limit_spills_rather_than_failing(tmp_path, monkeypatch):
+    monkeypatch.setattr(connections, "FILE_MEMORY_LIMIT", "64MB")
+    db = tmp_path / "big.duckdb"
+    with duckdb.connect(str(db)) as con:  # ~100 MB of text, more than the limit holds
+        con.execute("CREATE TABLE t AS SELECT range AS i, md5(range::VARCHAR) || md5(range::VARCHAR) AS s "
+                    "FROM range(1500000)")
+    with connect(db, read_only=True, sealed=True) as con:
+        con.execute("SELECT s, i FROM t ORDER BY s DESC")
+        assert con.fetchmany(1)[0][0].startswith("ffff")
+        spilled = con.cursor().execute("SELECT count(*) FROM duckdb_temporary_files()").fetchone()[0]
+        assert spilled > 0
+
+
+def test_the_spill_folder_is_removed_when_the_process_exits(tmp_path):
+    db = tmp_path / "k.duckdb"
+    Store(db).close()
+    code = ("import sys\nfrom kvreport.runner.core.store import Store\ns = Store(sys.argv[1], read_only=True)\n"
+            "print(s.con.execute(\"SELECT current_setting('temp_directory')\").fetchone()[0])\ns.close()")
+    r = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    folder = Path(r.stdout.strip())
+    assert folder.parent.name.startswith("kvreport-spill-") and not folder.parent.exists()

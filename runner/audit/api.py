@@ -30,10 +30,13 @@ from .kv_pricing import DEFAULT_GPU, UNPRICED_NOTICE, gpu_memory
 # The engine, prices and tokenizers are imported by `audit` itself, not here: the command
 # line imports this module to check its options, and `kvreport audit --help` should not pay for the rest.
 
-# DuckDB's share of memory. The whole process peaks about 150 MB above it (Python, imports, what DuckDB does
-# not count), so a 1M-call audit stays under 500 MB; beyond the limit DuckDB spills to the scratch folder.
+# DuckDB's share of memory; beyond it DuckDB spills to the scratch folder. The whole process peaks above it by
+# what DuckDB does not count (Python, imports, buffers): README gives the measured figures.
 DEFAULT_MEMORY_LIMIT = "350MB"
 _MIN_MEMORY = 64e6  # DuckDB refuses less than it already holds, and an audit needs room for its buffers
+_MAX_MEMORY = 2**50  # 1 PiB: DuckDB refuses far larger sizes with a parser error
+# Sanity ceilings far past any real setting (not facts): an absurd value (1e308) never becomes an overflow.
+_MAX_SECONDS, _MAX_MB, _MAX_USD, _MAX_KV_BYTES, _MAX_WORKERS = 1e9, 1e9, 1e6, 2.0**30, 1024
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|bytes?|kb|kib|mb|mib|gb|gib|tb|tib)\s*$", re.IGNORECASE)
 
 
@@ -61,6 +64,8 @@ def _memory_limit(value: str | None) -> str | None:
              "tb": 1e12, "tib": 2**40}[unit]
     if float(m.group(1)) * scale < _MIN_MEMORY:
         raise UserError(f"--memory-limit {value!r}: too small to audit in; give at least 64MB")
+    if float(m.group(1)) * scale > _MAX_MEMORY:
+        raise UserError(f"--memory-limit {value!r}: more than any machine has; give at most 1 PiB")
     return f"{m.group(1)}{m.group(2).upper()}"
 
 
@@ -109,17 +114,24 @@ class AuditRequest:
 
         if self.fmt not in FORMATS:
             raise UserError(f"--format {self.fmt}: expected one of {', '.join(FORMATS)}")
-        fix("idle_timeout", _number("--idle-timeout", self.idle_timeout, low=0, low_open=True, unit="seconds"))
+        fix("idle_timeout", _number("--idle-timeout", self.idle_timeout, low=0, high=_MAX_SECONDS,
+                                                     low_open=True, unit="seconds"))
         fix("spor_max", _number("--spor-max", self.spor_max, low=0, high=1, unit="a share of input tokens, 0 to 1"))
         if self.kv_max_mb is not None:
-            fix("kv_max_mb", _number("--kv-max-mb", self.kv_max_mb, low=0, unit="MB"))
+            fix("kv_max_mb", _number("--kv-max-mb", self.kv_max_mb, low=0, high=_MAX_MB, unit="MB"))
         if self.gpu_hour_price is not None:
-            fix("gpu_hour_price", _number("--gpu-hour-price", self.gpu_hour_price, low=0, unit="USD per GPU-hour"))
+            fix("gpu_hour_price", _number("--gpu-hour-price", self.gpu_hour_price, low=0, high=_MAX_USD,
+                                                          unit="USD per GPU-hour"))
         fix("memory_limit", _memory_limit(self.memory_limit))
-        gpu_memory(self.gpu)
+        try:
+            gpu_bytes = gpu_memory(self.gpu).bytes
+        except OverflowError:  # a size of hundreds of digits
+            gpu_bytes = math.inf
+        if gpu_bytes > _MAX_MEMORY:
+            raise UserError(f"--gpu {self.gpu!r}: a size past 1 PiB; give the GPU's own, e.g. 'A100 40GB'")
         if self.kv_bytes_per_token is not None:
             fix("kv_bytes_per_token", _number("--kv-bytes-per-token", self.kv_bytes_per_token, low=0,
-                                              low_open=True, unit="bytes of KV cache per token"))
+                                              high=_MAX_KV_BYTES, low_open=True, unit="bytes of KV cache per token"))
             if self.model is not None:
                 raise UserError("give --model or --kv-bytes-per-token, not both: each sets the KV bytes per token")
         fix("session_keys", tuple(self.session_keys))
@@ -128,8 +140,8 @@ class AuditRequest:
             from . import distributed  # only with --ray: it brings Ray (the optional [ray] extra)
 
             distributed.check_address(self.ray)
-            if self.ray_workers is not None and self.ray_workers < 1:
-                raise UserError(f"--ray-workers {self.ray_workers}: must be >= 1")
+            if self.ray_workers is not None and not 1 <= self.ray_workers <= _MAX_WORKERS:
+                raise UserError(f"--ray-workers {self.ray_workers}: must be >= 1 and <= {_MAX_WORKERS:,}")
 
     @property
     def window(self) -> tuple[_dt.datetime | None, _dt.datetime | None]:

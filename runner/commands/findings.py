@@ -11,6 +11,8 @@ from ..core.errors import StoreError, UserError
 from ..core.errors import shown as shown_path
 from ..core.store import Store, current_schema_copy, is_damage
 
+RUN_ID_MAX = 2**31 - 1  # runs.run_id is a DuckDB INTEGER: no run has a larger id
+
 if TYPE_CHECKING:
     from kvreport.analysis.runs import Shown
 
@@ -26,6 +28,9 @@ def findings_of(db: Path, run_id: int | None = None) -> tuple[list[dict], Shown]
     from kvreport.analysis.runs import restrict, shown
     from kvreport.analysis.site import page_modules
 
+    if run_id is not None and not 1 <= run_id <= RUN_ID_MAX:  # the queries would fail casting it
+        raise UserError(f"{shown_path(db)}: has no run {run_id} (--run takes 1 to {RUN_ID_MAX:,}; see "
+                        f"`kvreport findings --db {db}` for the runs it holds)")
     # An older DB is read through a migrated copy, so every query finds today's tables.
     with current_schema_copy(db) as current, Store(current, read_only=True) as store:
         try:

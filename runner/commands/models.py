@@ -11,7 +11,7 @@ from ..core import engine
 from ..core.errors import UserError
 from ..core.model_facts import (BLOCK_TOKENS, DTYPE_BYTES, GPU_MEMORY_UTILIZATION, GPU_SIZES_GB, TP_SIZES, VLLM_RULES,
                                 ModelFactsError, builtin_names, load)
-from .options import token_counts
+from .options import TOKENS_MAX, size, token_counts, whole
 
 DEFAULT_SEQS = "4096,32768,131072"
 GIB = 2**30
@@ -170,22 +170,20 @@ def models(
     seqs = token_counts("--seq", seq, DEFAULT_SEQS)
     if dtype not in DTYPE_BYTES:
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")
-    if batch < 1:
-        raise UserError(f"--batch {batch}: must be >= 1")
+    whole("--batch", batch)
     if weight_dtype is not None and weight_dtype not in engine.capacity.WEIGHT_FORMATS:
         raise UserError(f"--weight-dtype {weight_dtype}: expected one of {', '.join(engine.capacity.WEIGHT_FORMATS)}")
     profile = engine.profile_for(engine_name)
-    if tp < 1:
-        raise UserError(f"--tp {tp}: must be >= 1")
+    whole("--tp", tp)
     if kv_cache_dtype not in ("auto", "fp8"):
         raise UserError(f"--kv-cache-dtype {kv_cache_dtype}: expected auto or fp8")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise UserError(f"--gpu-memory-utilization {gpu_memory_utilization}: expected a share in (0, 1]")
-    if max_model_len is not None and max_model_len < 1:
-        raise UserError(f"--max-model-len {max_model_len}: must be >= 1")
-    kv_bytes = engine.parse_size(kv_memory, "--kv-memory") if kv_memory is not None else None
+    if max_model_len is not None:
+        whole("--max-model-len", max_model_len, high=TOKENS_MAX)
+    kv_bytes = size("--kv-memory", kv_memory) if kv_memory is not None else None
     if gpu_memory is not None:
-        gpus = [(f"{gpu_memory}", engine.parse_size(gpu_memory, "--gpu-memory"))]
+        gpus = [(f"{gpu_memory}", size("--gpu-memory", gpu_memory))]
     else:
         gpus = [(g, engine.gpu_bytes(g)) for g in ([gpu] if gpu else engine.DEFAULT_GPUS)]
     first_gib = gpus[0][1] / engine.gpus.GIB

@@ -19,7 +19,7 @@ from ..core.scratch import new_db_file
 from ..core.store import Store
 from ..replay.store import next_replay_id, persist
 from ..replay.sweep import Setup, kv_pool, replay as run_replay
-from .options import token_counts
+from .options import RATE_MAX, RATE_MIN, TOKENS_MAX, finite, size, token_counts, whole
 
 DECODE_TOKENS_PER_S = 30.0  # an assumption, not a measurement: one stream at ~33 ms per output token
 
@@ -101,24 +101,23 @@ def replay(
     """Replay request traces through a block-level prefix cache: token-weighted hit rate against capacity
     (tokens, bytes, GPUs), the unlimited-capacity ceiling, TTL pools, and the smallest GPU count reaching
     --target of the ceiling."""
-    if tp < 1:
-        raise UserError(f"--tp {tp}: expected 1 or more")
+    whole("--tp", tp)
     if not 0 < target <= 1:
         raise UserError(f"--target {target}: expected a share in (0, 1]")
-    if block_tokens < 1 or (trace_block_tokens is not None and trace_block_tokens < 1):
-        raise UserError("--block-tokens and --trace-block-tokens: expected 1 or more")
-    if not decode_tokens_per_s > 0:
-        raise UserError(f"--decode-tokens-per-s {decode_tokens_per_s}: expected a positive rate")
+    whole("--block-tokens", block_tokens, high=TOKENS_MAX)
+    if trace_block_tokens is not None:
+        whole("--trace-block-tokens", trace_block_tokens, high=TOKENS_MAX)
+    finite("--decode-tokens-per-s", decode_tokens_per_s, low=RATE_MIN, high=RATE_MAX, unit="tokens/s")
     if dtype not in DTYPE_BYTES:
         raise UserError(f"--dtype {dtype}: expected one of {', '.join(DTYPE_BYTES)}")
     if gpu_memory is not None:
-        gpu_bytes, gpu_name = engine.parse_size(gpu_memory, "--gpu-memory"), f"{gpu_memory} GPU"
+        gpu_bytes, gpu_name = size("--gpu-memory", gpu_memory), f"{gpu_memory} GPU"
     else:
         gpu_bytes, gpu_name = engine.gpu_bytes(gpu), gpu.upper()
     for p in paths:
         if not p.is_file():
             raise UserError(f"{shown(p)}: not a readable file")
-    host = engine.parse_size(host_memory, "--host-memory") if host_memory else None
+    host = size("--host-memory", host_memory) if host_memory else None
     facts = load(model)
     pool = kv_pool(facts, gpu_bytes, tp, dtype, block_tokens)
     setup = Setup(list(paths), pool, tp, block_tokens, trace_block_tokens, decode_tokens_per_s, target,

@@ -2,6 +2,7 @@
 killed process left), and a new DB file created atomically beside the one the user named."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
@@ -25,6 +26,26 @@ def scratch_dir(kind: str, parent: str | os.PathLike | None = None, hidden: bool
     prefix = ("." if hidden else "") + f"{SCRATCH_PREFIX}{kind}-"
     clean_stale(parent, prefix)
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+
+
+_PROCESS_DIRS: dict[tuple[str, int], Path] = {}
+
+
+def process_scratch_dir(kind: str) -> Path:
+    """One folder `kvreport-KIND-PID-XXXX` in the temp folder for the whole process: made on first use,
+    removed when the process exits (one killed with -9 leaves it to the next start's clean_stale). Keyed by
+    PID too, so a forked child makes its own and never removes its parent's."""
+    key = (kind, os.getpid())
+    if key not in _PROCESS_DIRS or not _PROCESS_DIRS[key].is_dir():
+        folder = scratch_dir(kind)
+        _PROCESS_DIRS[key] = folder
+        atexit.register(_remove_if_mine, folder, os.getpid())
+    return _PROCESS_DIRS[key]
+
+
+def _remove_if_mine(folder: Path, owner: int) -> None:
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _pid_alive(pid: int) -> bool:
