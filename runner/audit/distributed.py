@@ -276,8 +276,7 @@ class Cluster:
         with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
         if with_repeats:
             self._load(con, "_repeat_parts", with_repeats)
-        pipeline.run(con, pipeline.PRICE_ROWS, dict(price_rows=fig.price_rows, n_price_keys=fig.n_price_keys),
-                     engine.HOOKS)
+        pipeline.run(con, pipeline.PRICE_ROWS, engine.figure_params(opts, fig))
         run_sql(con, "distributed/calls_priced_view", paths=dict(files=_parquet(folders, "_calls_priced")),
                 scratch=self._scratch)
         run_sql(con, "store/calls_labelled", engine.store_columns(con))

@@ -28,12 +28,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .prices_file import PriceBook, Rate
 from .sqlfiles import one, run_sql
+
+if TYPE_CHECKING:
+    from .pipeline import FigureParams
 
 MAX_PERIOD_DAYS = 3700  # time-of-day prices: boundaries for at most ~10 years of log, then one period
 
@@ -264,19 +268,17 @@ def merge_keys(shares: list[list[tuple]]) -> list[_Key]:
     return [_Key(*key, *v) for key, v in sorted(out.items(), key=lambda kv: tuple((x is None, x or "") for x in kv[0]))]
 
 
-def price_keys(con, p: dict) -> None:
+def price_keys(con, p: FigureParams) -> FigureParams:
     """The rates of this audit's calls (pipeline.SESSION_FIGURES, before cost/keyed.sql): looked up here from
-    the --prices book once per model, period and tier, unless p["price_rows"] (`price_table`'s, for the
+    the --prices book once per model, period and tier, unless p.price_rows (`price_table`'s, for the
     n_price_keys keys of the whole audit when these calls are one share of it) gives them."""
-    if p.get("price_rows") is None:
+    if p.price_rows is None:
         keys = _keys(con)
-        p["price_rows"], p["n_price_keys"] = price_table(keys, p.get("price_book")), len(keys)
-    p["one_price_key"] = p["n_price_keys"] == 1
+        p = replace(p, price_rows=price_table(keys, p.price_book), n_price_keys=len(keys))
+    return replace(p, one_price_key=p.n_price_keys == 1)
 
 
-def insert_price_rows(con, p: dict) -> None:
-    for row in p["price_rows"]:
+def insert_price_rows(con, p: FigureParams) -> None:
+    """The rates into _price_rows."""
+    for row in p.price_rows or []:
         run_sql(con, "cost/price_row", **row)
-
-
-HOOKS = {"price_keys": price_keys, "insert_price_rows": insert_price_rows}  # the Python steps of pipeline.py

@@ -18,7 +18,6 @@ from .fastread import fast_path
 from .formats import SHAPES, Keys, Source, reader
 from .linescan import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, NUL, _sanitized_copy, _without_lines, scan_lines
 from .logfiles import AuditInputError, compression
-from .prepare import HOOKS
 from .sqlfiles import run_sql, value
 
 _SETTING_SIZE = re.compile(r"^\s*([\d.]+)\s*([KMGT]i?B|bytes?)?\s*$", re.IGNORECASE)
@@ -122,4 +121,4 @@ def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> Non
         time_keys = keys.time or shape.time_keys
         p.update(shape=shape.sql, root=shape.root, session_keys=list(keys.session or shape.session_keys),
                  time_keys=list(time_keys), format=src.fmt, time_label=" or ".join(time_keys) or "time")
-    pipeline.run(con, pipeline.INGEST[reader(src)] + pipeline.INGEST_END, p, HOOKS)
+    pipeline.run(con, pipeline.INGEST[reader(src)] + pipeline.INGEST_END, pipeline.IngestParams(**p))

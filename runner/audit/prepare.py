@@ -8,13 +8,18 @@ import csv
 import io
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.errors import shown
 from .formats import SESSION_COLUMNS, SESSION_OPTIONAL
 from .linescan import BLANK_CHARS, MAX_LINE_BYTES
 from .logfiles import AuditInputError, _plain_copy, open_log
 from .sqlfiles import run_sql
+
+if TYPE_CHECKING:
+    from .pipeline import IngestParams
 
 
 @contextlib.contextmanager
@@ -117,17 +122,20 @@ def _parquet_check(con, path: Path) -> None:
                               f"(a sessions file needs {', '.join(SESSION_COLUMNS)})")
 
 
-def _parquet_step(con, p: dict) -> None:
-    _parquet_check(con, p["src"].path)
+def parquet_check(con, p: IngestParams) -> None:
+    """The Parquet file has the session columns."""
+    assert p.src is not None
+    _parquet_check(con, p.src.path)
 
 
-def _csv_step(con, p: dict) -> None:
-    p["records"] = str(_csv_records(p["src"].path, p["tmpdir"]))
+def csv_records(con, p: IngestParams) -> IngestParams:
+    """The CSV's records as JSON lines."""
+    assert p.src is not None
+    return replace(p, records=str(_csv_records(p.src.path, p.tmpdir)))
 
 
-def _plain_copy_step(con, p: dict) -> None:
-    if p["compression"] != "none":  # read_text does not decompress
-        p.update(path=str(_plain_copy(p["src"].path, p["tmpdir"])), compression="none")
-
-
-HOOKS = {"parquet_check": _parquet_step, "csv_records": _csv_step, "plain_copy": _plain_copy_step}
+def plain_copy(con, p: IngestParams) -> IngestParams:
+    """A decompressed copy (read_text does not decompress)."""
+    if p.compression == "none" or p.src is None:
+        return p
+    return replace(p, path=str(_plain_copy(p.src.path, p.tmpdir)), compression="none")
