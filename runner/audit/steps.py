@@ -79,6 +79,7 @@ def negated(cond: Condition) -> Condition:
         return not cond(params)
     opposite.__doc__ = f"not: {describe(cond)}"
     opposite.__name__ = f"not_{cond.__name__}"
+    opposite.negates = cond  # type: ignore[attr-defined]  # what --explain names
     return opposite
 
 
