@@ -14,6 +14,7 @@ another program can add or replace a query without patching this module.
 from __future__ import annotations
 
 from importlib import resources
+from typing import Mapping
 
 from kvreport.runner.core import sqltext
 from kvreport.runner.core.errors import UserError
@@ -52,7 +53,7 @@ class Queries:
     """Runs the named queries of `folder` against one open DuckDB connection and keeps what each returned.
     `constants` are bound wherever a statement declares them (by default the verdict words)."""
 
-    def __init__(self, con, folder=QUERY_DIR, constants: dict[str, object] = SQL_PARAMETERS):
+    def __init__(self, con, folder=QUERY_DIR, constants: Mapping[str, object] = SQL_PARAMETERS):
         self.con = con
         self.folder = folder
         self.constants = dict(constants)

@@ -60,7 +60,7 @@ def genai_info() -> tuple[str | None, _dt.date | None, str | None]:
     newest, today = None, _dt.datetime.now(_dt.timezone.utc).date()
     for prov in snap.providers:
         for m in prov.models:
-            conds = list(m.prices) if isinstance(m.prices, list) else []
+            conds: list = list(m.prices) if isinstance(m.prices, list) else []
             conds += list(m.price_variants or ())
             for c in conds:
                 if isinstance(c.constraint, types.StartDateConstraint) and c.constraint.start_date <= today:
@@ -113,7 +113,7 @@ def _tier_starts(model, at: _dt.datetime) -> list[int]:
     from genai_prices import types
 
     mp = model.get_prices(at)
-    starts = set()
+    starts: set[int] = set()
     for v in vars(mp).values():
         if isinstance(v, types.TieredPrices):
             starts.update(t.start for t in v.tiers)
@@ -153,7 +153,7 @@ def _genai_rows(provider_m, model, lo: _dt.datetime, hi: _dt.datetime) -> list[d
     for s, e in zip([lo] + cuts, cuts + [None]):
         tiers = _tier_starts(model, s)
         bands = tuple((above, upto, _probe_rate(model, provider_m, s, _probe_n(above, upto)))
-                      for above, upto in zip([None] + tiers, tiers + [None]))
+                      for above, upto in zip([None, *tiers], [*tiers, None]))
         if periods and periods[-1][2] == bands:
             periods[-1][1] = e  # same prices as the period before (a date that changed another model)
         else:
@@ -223,12 +223,12 @@ def _keys(con) -> list[_Key]:
         return []
     others, n, lo, hi, untimed = run_sql(con, "cost/one_key_span", **first).fetchone()
     if not others:
-        return [_Key(*first.values(), n, lo, hi, untimed)]
+        return [_Key(first["provider_name"], first["response_model"], first["request_model"], n, lo, hi, untimed)]
     return merge_keys([key_spans(con)])
 
 
 def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[dict]:
-    out = []
+    out: list[tuple] = []
     for k in keys:
         for r in _rows_for(k, book, now):
             rate = r.get("rate")

@@ -14,7 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..core.errors import UserError
 from ..core.connections import rollback_quietly
@@ -26,7 +26,7 @@ from .ingest import ingest
 from .kv_pricing import Memory, Pricing
 from .prices_file import PriceBook
 from .steps import Step
-from .sqlfiles import one, rows, run_sql, value
+from .sqlfiles import rows, run_sql, the_row, value
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
@@ -154,7 +154,7 @@ def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions,
                          time.perf_counter() - t_file)
     pipeline.run(con, pipeline.READ_END, pipeline.ReadEndParams(window=bool(opts.since or opts.until),
                                                                 since=opts.since, until=opts.until))
-    return one(con, "ingest/staged_stats")
+    return the_row(con, "ingest/staged_stats")
 
 
 def first_rejects(con, limit: int = 20) -> list[dict]:
@@ -162,7 +162,7 @@ def first_rejects(con, limit: int = 20) -> list[dict]:
     return rows(con, "store/first_rejects", limit=limit)
 
 
-def check_records(paths: list, n_calls: int, n_rejects: int, rejects: list[dict], strict: bool) -> None:
+def check_records(paths: Sequence, n_calls: int, n_rejects: int, rejects: list[dict], strict: bool) -> None:
     """Stop the audit, storing nothing, when no record was valid or (`strict`) any was rejected."""
     if n_calls == 0:
         shown = "; ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rejects[:5])
@@ -233,17 +233,17 @@ def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source
                      session_keys=" | ".join(opts.keys.session) or None,
                      time_keys=" | ".join(opts.keys.time) or None, started=started)
     pipeline.run(con, pipeline.AUDIT_FIGURES, params, store_columns(con))
-    return one(con, "metrics/audit_row", audit_id=fig.ids["audit_id"])
+    return the_row(con, "metrics/audit_row", audit_id=fig.ids["audit_id"])
 
 
-def detect_all(con, paths: list[str | Path], fmt: str, origins: dict[Path, str] | None = None) -> list[Source]:
+def detect_all(con, paths: Sequence[str | Path], fmt: str, origins: dict[Path, str] | None = None) -> list[Source]:
     """Every file's Source, checked before any is read: a bad path fails fast, with nothing written.
     `origins`: the s3:// URL of each file that is a copy of one (remote.py)."""
     origins = origins or {}
     return [replace(detect(con, Path(p), fmt), origin=origins.get(Path(p))) for p in paths]
 
 
-def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
+def run_audit(con, paths: Sequence[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
               model: str, pricing: Pricing, memory: Memory, tokenizer: Tokenizer | None = None,
               strict: bool = False, origins: dict[Path, str] | None = None) -> AuditResult:
     """Read `paths` and write every audit figure into the DB's tables on `con`, in the transaction
@@ -280,14 +280,14 @@ def unnamed_calls(con) -> int:
 
 def label_lookup(con) -> str:
     """How each call finds its label when stored: "one", "hash" or "strings" (see AuditResult)."""
-    if one(con, "store/label_counts")["labels"] == 1:
+    if the_row(con, "store/label_counts")["labels"] == 1:
         return "one"
     return "hash" if labels_hash_apart(con) else "strings"
 
 
 def labels_hash_apart(con) -> bool:
     """True when no two of this audit's call labels share a label_hash (so a call finds its label by it)."""
-    counts = one(con, "store/label_counts")
+    counts = the_row(con, "store/label_counts")
     return counts["labels"] == counts["hashes"]
 
 
@@ -346,7 +346,7 @@ def fetch(con, result: AuditResult) -> dict[str, list[dict]]:
 
 def next_audit_id(con) -> str:
     """audit-N for standalone audits, N one more than any stored."""
-    n = one(con, "store/audit_ids", candidate=None)["n"]
-    while one(con, "store/audit_ids", candidate=f"audit-{n + 1}")["taken"]:
+    n = the_row(con, "store/audit_ids", candidate=None)["n"]
+    while the_row(con, "store/audit_ids", candidate=f"audit-{n + 1}")["taken"]:
         n += 1
     return f"audit-{n + 1}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import UserError, is_interrupt
 from ..core.errors import shown
@@ -31,6 +32,7 @@ def line_limit(con) -> int:
     try:
         text = value(con, "setup/memory_limit_now")
         m = _SETTING_SIZE.match(str(text))
+        assert m is not None  # caught below: an unreadable setting
         unit = (m.group(2) or "B").upper()
         scale = {"B": 1, "BYTE": 1, "BYTES": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
                  "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
@@ -55,7 +57,7 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None, fast: bool =
     a line longer than the reader's default buffer -> again with room for MAX_LINE_BYTES (a large
     buffer reads a file on one thread, so it is not the default); a file that is not clean UTF-8 or
     mixes line endings -> again from a normalised copy."""
-    params = dict(path=str(src.path), source=src.label, source_name=src.path.name, delim=NUL,
+    params: dict[str, Any] = dict(path=str(src.path), source=src.label, source_name=src.path.name, delim=NUL,
                   max_line_size=DEFAULT_LINE_BYTES, compression=compression(src.path))
     too_long: dict[int, int] = {}
     limit = line_limit(con)

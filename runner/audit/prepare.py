@@ -10,7 +10,7 @@ import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ..core.errors import shown
 from .formats import SESSION_COLUMNS, SESSION_OPTIONAL
@@ -35,7 +35,7 @@ def _csv_cells_up_to(limit: int):
 
 def _csv_header(path: Path) -> list[str]:
     """The header's column names (lower case), checked for the required ones."""
-    with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f:
+    with io.TextIOWrapper(cast(BinaryIO, open_log(path)), encoding="utf-8-sig", errors="replace", newline="") as f:
         header = next(csv.reader(io.StringIO(f.readline())), [])
     names = [h.strip().lower() for h in header]
     missing = [c for c in SESSION_COLUMNS if c not in names]
@@ -68,7 +68,7 @@ def _write_csv_records(path: Path, tmpdir: str) -> Path:
     order = [names.index(c) if c in names else None for c in SESSION_COLUMNS + SESSION_OPTIONAL]
     width = len(names)
     out = Path(tempfile.mkstemp(prefix="csv-", suffix=".jsonl", dir=tmpdir)[1])
-    with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f, \
+    with io.TextIOWrapper(cast(BinaryIO, open_log(path)), encoding="utf-8-sig", errors="replace", newline="") as f, \
             open(out, "w", encoding="utf-8") as dst:
         write, dumps = dst.write, json.dumps
         pending: collections.deque[str] = collections.deque()  # lines read ahead, to be read again
@@ -86,6 +86,7 @@ def _write_csv_records(path: Path, tmpdir: str) -> Path:
                     break
                 used.append(more)
                 quotes, size = quotes + more.count('"'), size + len(more)
+            note: str | None
             try:
                 rows = [] if quotes % 2 else list(csv.reader(used, strict=False)) or [[]]
             except csv.Error as exc:

@@ -118,6 +118,14 @@ def one(con, name: str, **params) -> dict | None:
     return None if row is None else dict(zip(cols, row))
 
 
+def the_row(con, name: str, **params) -> dict:
+    """The one row of sql/<name>.sql's last statement (an aggregate, or a row the audit wrote), as a dict."""
+    row = one(con, name, **params)
+    if row is None:
+        raise LookupError(f"sql/{name}.sql returned no row")
+    return row
+
+
 def value(con, name: str, **params):
     """The first column of the first row of sql/<name>.sql's last statement (None: no row)."""
     row = run_sql(con, name, **params).fetchone()
