@@ -4,6 +4,7 @@ plain lines; nothing is read beyond each file's format and nothing is stored.
 A condition the options decide (OPTION_CONDITIONS) is answered here; one the data decides (whether calls
 logged their messages, say) is shown as the question the audit asks while it runs.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,15 @@ from . import pipeline
 from .steps import PerSlice, Py, Statement, Step, StepParams, describe
 
 # The conditions the options (and DuckDB's version) decide: evaluated on parameters made from the request.
-OPTION_CONDITIONS = {pipeline.memory_limit_given, pipeline.threads_given, pipeline.has_try, pipeline.user_keys,
-                     pipeline.window, pipeline.tokenizer, pipeline.priced}
+OPTION_CONDITIONS = {
+    pipeline.memory_limit_given,
+    pipeline.threads_given,
+    pipeline.has_try,
+    pipeline.user_keys,
+    pipeline.window,
+    pipeline.tokenizer,
+    pipeline.priced,
+}
 
 
 def _what(step: Step, params: StepParams | None) -> str:
@@ -61,26 +69,43 @@ def plan_lines(paths: list, request: Any) -> list[str]:
     keys = bool(request.session_keys or request.time_key)
     local = [p for p in paths if not str(p).startswith("s3://")]
     files = expand_paths(local) if local else []
-    lines = ["The steps an audit with these options would run: '+' runs, '-' is skipped, '?' decided by the data.",
-             *(f"{p}: read once copied here (its reader is chosen then)" for p in paths if p not in local)]
+    lines = [
+        "The steps an audit with these options would run: '+' runs, '-' is skipped, '?' decided by the data.",
+        *(f"{p}: read once copied here (its reader is chosen then)" for p in paths if p not in local),
+    ]
     con = connect()
     try:
         setup = pipeline.SetupParams(tmpdir="", memory_limit=request.memory_limit, has_try=_has_try(con))
         lines += stage_lines("setup", pipeline.SETUP, setup)
         for path in files:
             src = detect(con, Path(path), request.fmt)
-            params = pipeline.IngestParams(path=str(path), source=src.label, source_name=Path(path).name, delim="",
-                                           max_line_size=0, compression="", fmt=src.fmt, keys=keys, src=src,
-                                           shape=SHAPES[src.fmt].sql if src.fmt in SHAPES else None)
+            params = pipeline.IngestParams(
+                path=str(path),
+                source=src.label,
+                source_name=Path(path).name,
+                delim="",
+                max_line_size=0,
+                compression="",
+                fmt=src.fmt,
+                keys=keys,
+                src=src,
+                shape=SHAPES[src.fmt].sql if src.fmt in SHAPES else None,
+            )
             how = reader(src)
-            lines += stage_lines(f"read {src.label} ({src.fmt}: reader {how})",
-                                 (*pipeline.INGEST[how], *pipeline.INGEST_END), params)
+            lines += stage_lines(
+                f"read {src.label} ({src.fmt}: reader {how})", (*pipeline.INGEST[how], *pipeline.INGEST_END), params
+            )
     finally:
         con.close()
-    lines += stage_lines("after reading", pipeline.READ_END,
-                         pipeline.ReadEndParams(window=bool(since or until), since=since, until=until))
-    figures = pipeline.FigureParams(tokenizer=cast(Any, request.tokenizer),  # its name: --explain loads nothing
-                                    priced=request.model is not None or request.kv_bytes_per_token is not None)
+    lines += stage_lines(
+        "after reading",
+        pipeline.READ_END,
+        pipeline.ReadEndParams(window=bool(since or until), since=since, until=until),
+    )
+    figures = pipeline.FigureParams(
+        tokenizer=cast(Any, request.tokenizer),  # its name: --explain loads nothing
+        priced=request.model is not None or request.kv_bytes_per_token is not None,
+    )
     lines += stage_lines("per-session figures", pipeline.SESSION_FIGURES, figures)
     lines += stage_lines("time sums", pipeline.TIME_PARTS)
     lines += stage_lines("audit-wide figures", pipeline.AUDIT_FIGURES, figures)

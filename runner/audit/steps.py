@@ -6,6 +6,7 @@ A step is a file of runner/audit/sql/ (`Sql`, or `PerSlice`: once per slice of t
 says why, in words (`kvreport audit --explain`). SQL takes the parameters each statement names from the
 parameters' fields; a Python step may return new parameters (dataclasses.replace) that the later steps see.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,6 +33,7 @@ Condition = Callable[[Any], bool]
 @dataclass(frozen=True)
 class Sql:
     """The statements of sql/<name>.sql; `name` may hold {field}s of the parameters ("ingest/{shape}")."""
+
     name: str
     when: Condition | None = None
 
@@ -42,6 +44,7 @@ class Sql:
 @dataclass(frozen=True)
 class PerSlice:
     """sql/<name>.sql once per slice [$lo, $hi) of the call ids, for each start `starts` gives."""
+
     name: str
     starts: Callable[[Any], Iterable[int]]
     when: Condition | None = None
@@ -50,6 +53,7 @@ class PerSlice:
 @dataclass(frozen=True)
 class Statement:
     """One trivial statement written inline (a setting, BEGIN, COMMIT), with the $parameters it names."""
+
     text: str
     when: Condition | None = None
 
@@ -60,6 +64,7 @@ class Statement:
 @dataclass(frozen=True)
 class Py:
     """A Python step: fn(con, params) returns new parameters for the later steps, or None."""
+
     fn: Callable[[Any, Any], Any]
     when: Condition | None = None
 
@@ -75,8 +80,10 @@ def describe(fn: Callable) -> str:
 
 def negated(cond: Condition) -> Condition:
     """`cond`'s opposite, described as such."""
+
     def opposite(params: Any) -> bool:
         return not cond(params)
+
     opposite.__doc__ = f"not: {describe(cond)}"
     opposite.__name__ = f"not_{cond.__name__}"
     opposite.negates = cond  # type: ignore[attr-defined]  # what --explain names

@@ -6,6 +6,7 @@ cannot cut one), each with the named parameters it declares (`$audit_id`); `boun
 the values a caller has (a missing one is an error naming the file). Values always travel as bound
 parameters, never pasted into the text.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,8 @@ _INCLUDE = re.compile(r"\{include:([\w/]+)\}")
 
 
 class Statement(NamedTuple):
-    query: str                 # the statement's text
-    names: tuple[str, ...]     # the named parameters it declares, sorted
+    query: str  # the statement's text
+    names: tuple[str, ...]  # the named parameters it declares, sorted
 
 
 def path_of(folder: Folder, name: str) -> Folder:

@@ -6,6 +6,7 @@ Verdict: a claim's verdict in the claims ledger (analysis/claims.py); Change: a 
 runs of one configuration (analysis/regressions.py); CacheKind: what a layer keeps per token or per sequence
 (runner/core/model_facts).
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -23,6 +24,7 @@ class Word(str, Enum):
 
 class Verdict(Word):
     """A claim's verdict, in the order the claims page's legend lists them."""
+
     CONFIRMED = "confirmed"
     REFUTED = "refuted"
     DIFFERS_BY_HARDWARE = "differs by hardware"
@@ -35,16 +37,18 @@ class Verdict(Word):
 
 class Change(Word):
     """How one metric moved from a baseline run to a later run of the same configuration."""
+
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     WITHIN_NOISE = "within noise"  # the medians moved, the interquartile ranges still overlap
-    CHANGED = "changed"            # moved, and the metric says neither lower nor higher is better
+    CHANGED = "changed"  # moved, and the metric says neither lower nor higher is better
     UNCHANGED = "unchanged"
     NOT_COMPARABLE = "not comparable"
 
 
 class CacheKind(Word):
     """What one layer of a model keeps in its cache, as the model facts name it."""
+
     FULL = "full"
     SLIDING = "sliding"
     CHUNKED = "chunked"

@@ -7,10 +7,11 @@ parts, nor faster than its bytes over the bandwidth ceiling. A `both` faster tha
 flagged (`bound_violated`), never reported as a speed-up: the seed's 903 us "compact + decode" against
 1289 us "compact alone" is that pattern.
 """
+
 from __future__ import annotations
 
 MODES = ("compact", "decode", "both")
-BALANCE = (0.5, 2.0)       # compact / decode alone must land in here
+BALANCE = (0.5, 2.0)  # compact / decode alone must land in here
 # Tolerances of the sanity bound, on medians. The copy roof is measured, not a physical limit: a kernel
 # may beat it by a little. Perfect overlap puts `both` at the longer part's time, so noise may land it a
 # little below: up to MAX_TOLERANCE is not a violation. Below bytes / theoretical peak always is.
@@ -18,8 +19,9 @@ ROOF_SLACK = 0.9
 MAX_TOLERANCE = 0.05
 
 
-def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: float | None,
-                 peak_gbs: float | None = None) -> dict[str, dict]:
+def check_bounds(
+    times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: float | None, peak_gbs: float | None = None
+) -> dict[str, dict]:
     """Per mode: the lower bound on its time (ms), whether the measurement violates it, and why.
 
     `both` must take at least as long as the longer part alone (median within MAX_TOLERANCE below it) and
@@ -47,8 +49,9 @@ def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: 
             if t < (1 - MAX_TOLERANCE) * longer:
                 notes.append(f"faster than {slower} alone ({longer:.3f} ms)")
             if t < ROOF_SLACK * floor:
-                notes.append(f"faster than its bytes over the bandwidth ceiling "
-                             f"({floor:.3f} ms at {ceiling_gbs:.1f} GB/s)")
+                notes.append(
+                    f"faster than its bytes over the bandwidth ceiling ({floor:.3f} ms at {ceiling_gbs:.1f} GB/s)"
+                )
         out[mode] = {"bound_ms": bound, "bound_violated": bool(notes), "bound_note": "; ".join(notes) or None}
     return out
 
@@ -59,12 +62,16 @@ def summary_line(compact_ms: float, decode_ms: float, both_ms: float, both_bound
     together can do (bandwidth lost below 0 or above 100%, decode faster together) are too noisy to say;
     neither is printed as a result."""
     c, d, b = compact_ms, decode_ms, both_ms
-    head = (f"interference ({shared['concurrency']}, decode {shared['decode_mode']}): compact {c:.3f} ms, "
-            f"decode {d:.3f} ms (balance {shared['balance_ratio']:.2f}x"
-            f"{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms")
+    head = (
+        f"interference ({shared['concurrency']}, decode {shared['decode_mode']}): compact {c:.3f} ms, "
+        f"decode {d:.3f} ms (balance {shared['balance_ratio']:.2f}x"
+        f"{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms"
+    )
     if both_bound["bound_violated"]:
-        return (f"{head}: below the sanity bound ({both_bound['bound_note']}), flagged as a measurement error, "
-                "not a speed-up; no contention figures from it")
+        return (
+            f"{head}: below the sanity bound ({both_bound['bound_note']}), flagged as a measurement error, "
+            "not a speed-up; no contention figures from it"
+        )
     inflation, lost = shared["decode_inflation"], shared["compact_bw_lost"]
     head += f" ({b / max(c, d):.2f}x the longer alone, {b / (c + d):.2f}x their sum)"
     if inflation is None or lost is None:
