@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import dollars, prepare, prompt_bloat
 from .sqlfiles import run_sql
-from .steps import SLICE, PerSlice, Py, Sql, Statement, StepParams, negated, run
+from .steps import SLICE, PerSlice, Py, Sql, Statement, StepParams, negated
+from .steps import run as run  # pipeline.run(con, STAGE, params): callers name the plan and its runner together
 
 if TYPE_CHECKING:
     from .formats import Source
     from .prices_file import PriceBook
     from .tokenizer import Tokenizer
-
-__all__ = ["run", "SLICE"]
 
 # Every scratch object (table, view, macro) lives in the connection's temporary catalog; DuckDB has no
 # temporary schemas, so the temp catalog's one schema is the audit's scratch schema, and drop_scratch
