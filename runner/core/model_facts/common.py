@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..words import CacheKind
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1}
 BLOCK_TOKENS = 16  # vLLM's default block size
@@ -11,7 +10,7 @@ VLLM_RULES = ("vLLM v1 KV cache specs, vllm-project/vllm commit 001cabc1be16a59a
 GPU_SIZES_GB = (24, 80, 141, 192)
 TP_SIZES = (1, 2, 4, 8)
 GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default share of GPU memory it plans with
-KINDS = tuple(k.value for k in CacheKind)
+KINDS = ("full", "sliding", "chunked", "mla_latent", "mla_per_head", "linear_state", "mamba_state", "none")
 
 
 class ModelFactsError(UserError):
