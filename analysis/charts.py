@@ -12,6 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -27,7 +28,7 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 INK, MUTED, GRID = "#1e293b", "#64748b", "#e2e8f0"
 REFERENCE_LINE = "#64748b"  # ceilings (peak, roof, formula) are grey dashes in both themes
 
-LAYOUT = dict(
+LAYOUT: dict[str, Any] = dict(
     font=dict(family=FONT, size=13, color=INK),
     colorway=PALETTE,
     height=380,
@@ -134,7 +135,7 @@ def natural_key(name) -> list:
 
 
 def _axis_values(fig: go.Figure, axis: str) -> list:
-    out = []
+    out: list = []
     for trace in fig.data:
         out.extend(v for v in _plain(getattr(trace, axis, None)) if isinstance(v, (int, float)))
     if axis == "y":  # reference lines sit on the y axis and must stay on the scale

@@ -14,7 +14,9 @@ another program can add or replace a query without patching this module.
 from __future__ import annotations
 
 from importlib import resources
+from typing import Mapping
 
+from kvreport.runner.core import sqltext
 from kvreport.runner.core.errors import UserError
 
 from .verdicts import SQL_PARAMETERS
@@ -33,10 +35,9 @@ def shown_path(name: str, folder=QUERY_DIR) -> str:
 
 
 def sql_text(name: str, folder=QUERY_DIR) -> str:
-    path = folder / f"{name}.sql"
-    if not path.is_file():
+    if not sqltext.path_of(folder, name).is_file():
         raise QueryError(f"{shown_path(name, folder)}: no such query")
-    return path.read_text(encoding="utf-8")
+    return sqltext.read(folder, name)
 
 
 def all_query_names(folder=QUERY_DIR) -> list[str]:
@@ -52,12 +53,12 @@ class Queries:
     """Runs the named queries of `folder` against one open DuckDB connection and keeps what each returned.
     `constants` are bound wherever a statement declares them (by default the verdict words)."""
 
-    def __init__(self, con, folder=QUERY_DIR, constants: dict[str, object] = SQL_PARAMETERS):
+    def __init__(self, con, folder=QUERY_DIR, constants: Mapping[str, object] = SQL_PARAMETERS):
         self.con = con
         self.folder = folder
         self.constants = dict(constants)
-        for statement in con.extract_statements(sql_text("_macros", folder)):
-            con.execute(statement)
+        for statement in sqltext.split(sql_text("_macros", folder)):
+            con.execute(statement.query)
         self.ran: dict[str, int] = {}
         self._cache: dict[tuple, list[dict]] = {}
         self._columns: dict[str, list[str]] = {}
@@ -69,9 +70,9 @@ class Queries:
             return [dict(r) for r in self._cache[key]]
         try:
             statement = self._statement(name)
-            declared = statement.named_parameters
+            declared = statement.names
             bound = {**{k: v for k, v in self.constants.items() if k in declared}, **params}
-            cur = self.con.execute(statement, bound or None)
+            cur = self.con.execute(statement.query, bound or None)
             cols = [d[0] for d in cur.description]
             rows = [dict(zip(cols, r)) for r in cur.fetchall()]
         except QueryError:
@@ -90,9 +91,9 @@ class Queries:
     def names_with_prefix(self, prefix: str) -> list[str]:
         return names_with_prefix(prefix, self.folder)
 
-    def _statement(self, name: str):
+    def _statement(self, name: str) -> sqltext.Statement:
         """The one statement of <folder>/<name>.sql, parsed (it declares its named parameters)."""
-        statements = self.con.extract_statements(sql_text(name, self.folder))
+        statements = sqltext.split(sql_text(name, self.folder))
         if len(statements) != 1:
             raise QueryError(f"{self.where(name)}: holds {len(statements)} statements; a query is one")
         return statements[0]

@@ -84,13 +84,16 @@ class _Checked(Exception):
 
 
 def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypatch):
-    from kvreport.runner.audit import engine, pipeline
+    from dataclasses import replace
+
+    from kvreport.runner.audit import pipeline, prompt_bloat
+    from kvreport.runner.audit.steps import PerSlice, Py
     from kvreport.runner.audit.sqlfiles import run_sql, statements
 
     log = tmp_path / "chat.jsonl"
     _log(log)
     seen = {}
-    real_tokenize = engine.HOOKS["tokenize"]
+    real_tokenize = prompt_bloat.tokenize
 
     def tokenize(con, p):  # the last step of the bloat extraction (pipeline.SESSION_FIGURES)
         real_tokenize(con, p)
@@ -108,13 +111,14 @@ def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypa
         run_sql(con, "bloat/pairs")
         seen["rest"] = con.execute(
             "SELECT count(*) FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL").fetchone()[0]
-        pipeline.run(con, ("bloat/lcp_rest per slice",),
-                     {"last_rid": con.execute("SELECT max(rid) FROM _content").fetchone()[0]})
+        pipeline.run(con, (PerSlice("bloat/lcp_rest", pipeline.every_slice),),
+                     pipeline.FigureParams(last_rid=con.execute("SELECT max(rid) FROM _content").fetchone()[0]))
         seen["pairs"] = con.execute("SELECT rid, prev_rid, lcp_chars, prompt_chars, prev_chars FROM _pairs").fetchall()
         seen["texts"] = _prompts(con)
         raise _Checked
 
-    monkeypatch.setitem(engine.HOOKS, "tokenize", tokenize)
+    monkeypatch.setattr(pipeline, "SESSION_FIGURES", tuple(
+        replace(s, fn=tokenize) if isinstance(s, Py) and s.fn is real_tokenize else s for s in pipeline.SESSION_FIGURES))
     with pytest.raises(_Checked):
         quiet_audit([log], db=tmp_path / "a.duckdb")
     assert seen["fast"] == seen["slow"] and len(seen["fast"]) > 200 and seen["plain"] > 100
@@ -247,7 +251,7 @@ def test_plain_path_matches_the_per_message_path_on_odd_json(threads):
     contents, null and missing fields, keys in other case or given twice, escapes, huge strings, messages that
     are not a list. The plain path must take a good share of the calls and give exactly what the per-message
     statement gives for them."""
-    from kvreport.runner.audit import engine, pipeline
+    from kvreport.runner.audit import pipeline
     from kvreport.runner.audit.sqlfiles import run_sql, statements
 
     docs = _odd_contents(random.Random(threads))
@@ -259,7 +263,7 @@ def test_plain_path_matches_the_per_message_path_on_odd_json(threads):
     run_sql(con, "bloat/content")
     plain = con.execute("SELECT count(*) FROM _content WHERE len(roles) > 0").fetchone()[0]
     con.execute("DROP TABLE _content")
-    pipeline.run(con, pipeline.BLOAT_EXTRACT, {"tokenizer": None}, engine.HOOKS)
+    pipeline.run(con, pipeline.BLOAT_EXTRACT, pipeline.FigureParams())
     cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line, t, input_tokens"
     fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
     con.execute("UPDATE _content SET roles = NULL")

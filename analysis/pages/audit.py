@@ -184,7 +184,7 @@ COST_PARTS = (("input_cost_usd", "uncached input"), ("cache_read_cost_usd", "cac
 
 
 def _cost(q, a: dict) -> dict:
-    """The audit's bill (issue 18): totals, what-if savings, and the cost of each model by token class."""
+    """The audit's bill: totals, what-if savings, and the cost of each model by token class."""
     aid = a["audit_id"]
     models = q("audit_cost_models", audit_id=aid)
     priced = [r for r in models if r["cost_usd"] is not None]

@@ -92,7 +92,7 @@ class CompactionPage:
     roof_curve_table: Table | None = None
     regimes_table: Table | None = None
     rows_table: Table | None = None
-    roofs: list[dict] = None  # one roof per device with its spread, and how the curve strays from it
+    roofs: list[dict] | None = None  # one roof per device with its spread, and how the curve strays from it
     gpu_pending: bool = False  # only CPU runs: the GPU figures (triton, the H200 target) are pending
 
 

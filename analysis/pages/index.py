@@ -4,6 +4,7 @@ demonstrations of a mechanism, a machine card per run, the runs table, and what 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from kvreport.analysis import claims
 from kvreport.analysis.headlines import headlines, in_page_order
@@ -91,7 +92,7 @@ def shared_vm(run: dict) -> str | None:
             "its cores and memory bandwidth, so timings carry their noise")
 
 
-def machine(run: dict, states: list[dict] = ()) -> dict:
+def machine(run: dict, states: Sequence[dict] = ()) -> dict:
     """A run's machine card: what a reader needs to judge and reproduce its numbers."""
     def gib(v):
         return None if v is None else f"{v / 2 ** 30:.1f} GiB"

@@ -4,6 +4,7 @@ that measured them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvreport.analysis.site import PageSpec, Table
 import kvreport.runner.core.model_facts as mf
@@ -96,7 +97,7 @@ def measured_rows(q) -> list[dict]:
     """The DB's cache measurements beside the formula for the same model, length, batch, dtype and, for MLA,
     the layout the measuring transformers release was read to use."""
     out = []
-    cache: dict[str, object] = {}
+    cache: dict[str, Any] = {}
     for r in q("models_measured"):
         name = r["model"]
         if name not in cache:
@@ -153,7 +154,8 @@ class ModelsPage:
 def engine_rows(models: list, profile=engine.DEFAULT_PROFILE) -> tuple[list[dict], list[dict]]:
     """Requests of FITS_SEQ tokens the profile's KV pool holds at once per GPU and TP size (capped at its
     max_num_seqs), and what that release refuses (architecture, TP size), one row per reason."""
-    rows, refused = [], []
+    rows: list[dict] = []
+    refused: list[dict] = []
     for f in models:
         target, raw = engine.resolve(f.name)
         row = {"model": f.name}

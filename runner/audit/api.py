@@ -236,8 +236,9 @@ def audit(paths: list, request: AuditRequest, *, db: Path, on_event: OnEvent | N
                 pricing = (given(request.kv_bytes_per_token) if request.kv_bytes_per_token is not None
                            else kv_pricing(model, con))
                 audit_id = next_audit_id(con)
-                args = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing,
-                            memory=gpu_memory(request.gpu), tokenizer=tok, strict=request.strict, origins=origins)
+                args: dict[str, Any] = dict(audit_id=audit_id, run_id=None, model=model, pricing=pricing,
+                                            memory=gpu_memory(request.gpu), tokenizer=tok, strict=request.strict,
+                                            origins=origins)
                 # No engine.cleanup here: closing the Store's connection, right after, drops the whole
                 # scratch catalog and rolls back an unfinished transaction (dropping it first cost 0.07 s).
                 if ray is None:

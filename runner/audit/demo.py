@@ -162,7 +162,7 @@ def write_demo(folder: Path, seed: int = SEED) -> tuple[list[Path], Path]:
 
     role_id = {"system": 1, "user": 2, "assistant": 3}
     prev: dict[str, tuple[float, list[int]]] = {}
-    out = {"openai": [], "anthropic": []}
+    out: dict[str, list] = {"openai": [], "anthropic": []}
     for c in sorted(calls, key=lambda c: (c["session"]["id"], c["t"])):
         s = c["session"]
         prompt = [role_id["system"], *ids(c["system"])]

@@ -20,7 +20,7 @@ import duckdb
 from ..core.errors import UserError
 from . import dollars, engine, pipeline
 from .formats import Source
-from .sqlfiles import one, run_sql
+from .sqlfiles import run_sql, the_row
 from .ray_tasks import (SESSION_PARTS, SESSION_TABLES, TIME_PARTS, map_task, reduce_task, table_param,
                         time_task)
 
@@ -120,7 +120,9 @@ def _shares(sources: list[Source], n: int) -> list[list[Source]]:
     """Contiguous runs of the file list, about equal in bytes, at most n. Contiguous: each run's rows keep the
     files' order, which the reduce restores with (map_idx, map_rid)."""
     sizes = [max(1, _size(s.path)) for s in sources]
-    total, out, cur, acc = sum(sizes), [], [], 0
+    total, acc = sum(sizes), 0
+    out: list[list[Source]] = []
+    cur: list[Source] = []
     for src, size in zip(sources, sizes):
         if cur and acc + size / 2 > total * (len(out) + 1) / n:
             out.append(cur)
@@ -154,10 +156,21 @@ class Cluster:
         self.scratch_root = scratch
         self.partitions = partitions
         self.on_progress = on_progress
-        self.run_info: RayRun | None = None
+        self._run_info: RayRun | None = None
         self._started_ray = False
         self._ray_start_s = 0.0
-        self._scratch: Path | None = None
+        self._scratch_dir: Path | None = None
+
+    @property
+    def run_info(self) -> RayRun:
+        """What Ray did in this cluster's audit (run_audit sets it first)."""
+        assert self._run_info is not None, "run_audit has not started"
+        return self._run_info
+
+    @property
+    def _scratch(self) -> Path:
+        assert self._scratch_dir is not None, "use Cluster as a context manager"
+        return self._scratch_dir
 
     def __enter__(self) -> Cluster:
         ray = import_ray()
@@ -181,12 +194,12 @@ class Cluster:
         root = Path(self.scratch_root) if self.scratch_root else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-        self._scratch = Path(tempfile.mkdtemp(prefix="kvreport-ray-", dir=root)).resolve()
+        self._scratch_dir = Path(tempfile.mkdtemp(prefix="kvreport-ray-", dir=root)).resolve()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._scratch_dir is not None:
+            shutil.rmtree(self._scratch_dir, ignore_errors=True)
         if self._started_ray:
             import ray
 
@@ -241,13 +254,12 @@ class Cluster:
         transaction and its calls and rejects in views over this Cluster's scratch Parquet, for engine.persist,
         as engine.run_audit leaves them."""
         started = time.perf_counter()
-        assert self._scratch is not None, "use Cluster as a context manager"
         engine.setup(con, str(self._scratch), opts)
         sources = engine.detect_all(con, paths, opts.fmt, origins)
         cpus = self.cpus
         run = _Run(sources, _shares(sources, min(len(sources), 4 * cpus)), self.partitions or 2 * cpus,
                    replace(opts, threads=1, workdir=None, on_file=None), os.getcwd())
-        self.run_info = RayRun(cpus, run.partitions, len(run.shares), ray_start_s=self._ray_start_s)
+        self._run_info = RayRun(cpus, run.partitions, len(run.shares), ray_start_s=self._ray_start_s)
         maps = self._map(run, opts)
         counts = {k: sum(r["stats"][k] for r in maps.values()) for k in ("n_calls", "n_rejects", "content_calls")}
         map_folders = [self._scratch / f"map-{i}" for i in sorted(maps)]
@@ -265,7 +277,7 @@ class Cluster:
         for name in SESSION_PARTS:
             self._load(con, name, folders)
         run_sql(con, "metrics/seg_window")
-        self._time(run, folders, opts, one(con, "distributed/time_window"))
+        self._time(run, folders, opts, the_row(con, "distributed/time_window"))
 
         phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
         engine.begin_results(con)
@@ -276,8 +288,7 @@ class Cluster:
         with_repeats = [f for f in folders if (f / "_repeat_parts.parquet").exists()]
         if with_repeats:
             self._load(con, "_repeat_parts", with_repeats)
-        pipeline.run(con, pipeline.PRICE_ROWS, dict(price_rows=fig.price_rows, n_price_keys=fig.n_price_keys),
-                     engine.HOOKS)
+        pipeline.run(con, pipeline.PRICE_ROWS, engine.figure_params(opts, fig))
         run_sql(con, "distributed/calls_priced_view", paths=dict(files=_parquet(folders, "_calls_priced")),
                 scratch=self._scratch)
         run_sql(con, "store/calls_labelled", engine.store_columns(con))

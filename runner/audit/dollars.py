@@ -28,12 +28,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .prices_file import PriceBook, Rate
 from .sqlfiles import one, run_sql
+
+if TYPE_CHECKING:
+    from .pipeline import FigureParams
 
 MAX_PERIOD_DAYS = 3700  # time-of-day prices: boundaries for at most ~10 years of log, then one period
 
@@ -56,7 +60,7 @@ def genai_info() -> tuple[str | None, _dt.date | None, str | None]:
     newest, today = None, _dt.datetime.now(_dt.timezone.utc).date()
     for prov in snap.providers:
         for m in prov.models:
-            conds = list(m.prices) if isinstance(m.prices, list) else []
+            conds: list = list(m.prices) if isinstance(m.prices, list) else []
             conds += list(m.price_variants or ())
             for c in conds:
                 if isinstance(c.constraint, types.StartDateConstraint) and c.constraint.start_date <= today:
@@ -109,7 +113,7 @@ def _tier_starts(model, at: _dt.datetime) -> list[int]:
     from genai_prices import types
 
     mp = model.get_prices(at)
-    starts = set()
+    starts: set[int] = set()
     for v in vars(mp).values():
         if isinstance(v, types.TieredPrices):
             starts.update(t.start for t in v.tiers)
@@ -149,7 +153,7 @@ def _genai_rows(provider_m, model, lo: _dt.datetime, hi: _dt.datetime) -> list[d
     for s, e in zip([lo] + cuts, cuts + [None]):
         tiers = _tier_starts(model, s)
         bands = tuple((above, upto, _probe_rate(model, provider_m, s, _probe_n(above, upto)))
-                      for above, upto in zip([None] + tiers, tiers + [None]))
+                      for above, upto in zip([None, *tiers], [*tiers, None]))
         if periods and periods[-1][2] == bands:
             periods[-1][1] = e  # same prices as the period before (a date that changed another model)
         else:
@@ -219,12 +223,12 @@ def _keys(con) -> list[_Key]:
         return []
     others, n, lo, hi, untimed = run_sql(con, "cost/one_key_span", **first).fetchone()
     if not others:
-        return [_Key(*first.values(), n, lo, hi, untimed)]
+        return [_Key(first["provider_name"], first["response_model"], first["request_model"], n, lo, hi, untimed)]
     return merge_keys([key_spans(con)])
 
 
 def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[dict]:
-    out = []
+    out: list[tuple] = []
     for k in keys:
         for r in _rows_for(k, book, now):
             rate = r.get("rate")
@@ -264,19 +268,17 @@ def merge_keys(shares: list[list[tuple]]) -> list[_Key]:
     return [_Key(*key, *v) for key, v in sorted(out.items(), key=lambda kv: tuple((x is None, x or "") for x in kv[0]))]
 
 
-def price_keys(con, p: dict) -> None:
+def price_keys(con, p: FigureParams) -> FigureParams:
     """The rates of this audit's calls (pipeline.SESSION_FIGURES, before cost/keyed.sql): looked up here from
-    the --prices book once per model, period and tier, unless p["price_rows"] (`price_table`'s, for the
+    the --prices book once per model, period and tier, unless p.price_rows (`price_table`'s, for the
     n_price_keys keys of the whole audit when these calls are one share of it) gives them."""
-    if p.get("price_rows") is None:
+    if p.price_rows is None:
         keys = _keys(con)
-        p["price_rows"], p["n_price_keys"] = price_table(keys, p.get("price_book")), len(keys)
-    p["one_price_key"] = p["n_price_keys"] == 1
+        p = replace(p, price_rows=price_table(keys, p.price_book), n_price_keys=len(keys))
+    return replace(p, one_price_key=p.n_price_keys == 1)
 
 
-def insert_price_rows(con, p: dict) -> None:
-    for row in p["price_rows"]:
+def insert_price_rows(con, p: FigureParams) -> None:
+    """The rates into _price_rows."""
+    for row in p.price_rows or []:
         run_sql(con, "cost/price_row", **row)
-
-
-HOOKS = {"price_keys": price_keys, "insert_price_rows": insert_price_rows}  # the Python steps of pipeline.py

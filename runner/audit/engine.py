@@ -14,18 +14,19 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..core.errors import UserError
 from ..core.connections import rollback_quietly
 from ..core.untrusted import quoted
-from . import dollars, pipeline, prompt_bloat
+from . import pipeline, prompt_bloat
 from .formats import Keys, Source, describe_sources, detect
 from .guardrails import ARTICLE_BASIS, ARTICLE_KV_MAX_MB
 from .ingest import ingest
 from .kv_pricing import Memory, Pricing
 from .prices_file import PriceBook
-from .sqlfiles import one, rows, run_sql, value
+from .steps import Step
+from .sqlfiles import rows, run_sql, the_row, value
 from .tokenizer import Tokenizer
 
 DEFAULT_TTLS_S = (60.0, 300.0, 900.0, 1800.0, 3600.0)
@@ -96,15 +97,16 @@ class AuditResult:
     readers: dict[str, str] = field(default_factory=dict)  # each file's reader (ingest.ingest's answer)
 
 
-def setup(con, tmpdir: str, opts: AuditOptions, steps: tuple[str, ...] = pipeline.SETUP) -> None:
+def setup(con, tmpdir: str, opts: AuditOptions, steps: tuple[Step, ...] = pipeline.SETUP) -> None:
     """Ready `con` for an audit: settings, the macros, an empty _staged (pipeline.SETUP; or only `steps`)."""
-    pipeline.run(con, steps, dict(tmpdir=tmpdir, memory_limit=opts.memory_limit,
-                                  threads=int(opts.threads) if opts.threads else None, has_try=_has_try(con)))
+    pipeline.run(con, steps, pipeline.SetupParams(tmpdir=tmpdir, memory_limit=opts.memory_limit,
+                                                  threads=int(opts.threads) if opts.threads else None,
+                                                  has_try=_has_try(con)))
 
 
 def _has_try(con) -> bool:
     try:
-        run_sql(con, "setup/try_probe").fetchall()
+        pipeline.TRY_PROBE.run(con).fetchall()
         return True
     except Exception:  # noqa: BLE001 - DuckDB before 1.3
         return False
@@ -112,7 +114,7 @@ def _has_try(con) -> bool:
 
 def begin_results(con) -> None:
     """Open the one transaction the audit's figures are written in (`persist` commits it)."""
-    run_sql(con, "store/begin")
+    pipeline.BEGIN.run(con)
 
 
 def cleanup(con) -> None:
@@ -150,9 +152,9 @@ def read_logs(con, sources: list[Source], tmpdir: str, opts: AuditOptions,
         if opts.on_file:
             opts.on_file(i, len(sources), src, value(con, "ingest/staged_rows") - rows_before,
                          time.perf_counter() - t_file)
-    pipeline.run(con, pipeline.READ_END, dict(window=bool(opts.since or opts.until), since=opts.since,
-                                              until=opts.until))
-    return one(con, "ingest/staged_stats")
+    pipeline.run(con, pipeline.READ_END, pipeline.ReadEndParams(window=bool(opts.since or opts.until),
+                                                                since=opts.since, until=opts.until))
+    return the_row(con, "ingest/staged_stats")
 
 
 def first_rejects(con, limit: int = 20) -> list[dict]:
@@ -160,7 +162,7 @@ def first_rejects(con, limit: int = 20) -> list[dict]:
     return rows(con, "store/first_rejects", limit=limit)
 
 
-def check_records(paths: list, n_calls: int, n_rejects: int, rejects: list[dict], strict: bool) -> None:
+def check_records(paths: Sequence, n_calls: int, n_rejects: int, rejects: list[dict], strict: bool) -> None:
     """Stop the audit, storing nothing, when no record was valid or (`strict`) any was rejected."""
     if n_calls == 0:
         shown = "; ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rejects[:5])
@@ -183,40 +185,24 @@ class Figures:
     t_log_end: float | None = None  # the audit's last activity, epoch s (`log_end`; None: these calls' own)
 
 
-def _params(opts: AuditOptions, fig: Figures, **more) -> dict:
-    """The audit's parameters, as every step of pipeline.py sees them (each statement takes those it names)."""
-    return dict(**fig.ids, **fig.curve, tokenizer=fig.tokenizer, has_tokens=fig.tokenizer is not None,
-                content_calls=fig.content_calls,
-                idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end, spor_max=opts.spor_max,
-                kv_max_bytes=opts.kv_max_bytes, kv_max_basis=opts.kv_limit_basis,
-                spor_reason=spor_reason(fig.tokenizer, fig.content_calls),
-                min_chars=opts.min_repeat_chars, max_rows=opts.max_repeat_rows, buckets=opts.buckets,
-                ttls=[float(t) for t in opts.ttls_s], price_book=opts.price_book, price_rows=fig.price_rows,
-                n_price_keys=fig.n_price_keys, gpu_hour_price=opts.gpu_hour_price, **more)
-
-
-def _duration(con, p: dict) -> None:
-    p["duration_s"] = time.perf_counter() - p["started"]
-
-
-def _start_pricing(con, p: dict) -> None:
-    p["pricing_started"] = time.perf_counter()
-
-
-def _pricing_time(con, p: dict) -> None:
-    p["pricing_s"] = time.perf_counter() - p["pricing_started"]
-
-
-# The Python steps of pipeline.py, by name.
-HOOKS = {**prompt_bloat.HOOKS, **dollars.HOOKS, "duration": _duration, "start_pricing": _start_pricing,
-         "pricing_time": _pricing_time}
+def figure_params(opts: AuditOptions, fig: Figures, **more) -> pipeline.FigureParams:
+    """The audit's parameters, as the figures' steps of pipeline.py see them (each statement takes those it
+    names)."""
+    return pipeline.FigureParams(
+        **fig.ids, curve=fig.curve, tokenizer=fig.tokenizer, has_tokens=fig.tokenizer is not None,
+        content_calls=fig.content_calls, idle_timeout=float(opts.idle_timeout_s), t_log_end=fig.t_log_end,
+        spor_max=opts.spor_max, kv_max_bytes=opts.kv_max_bytes, kv_max_basis=opts.kv_limit_basis,
+        spor_reason=spor_reason(fig.tokenizer, fig.content_calls), min_chars=opts.min_repeat_chars,
+        max_rows=opts.max_repeat_rows, buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s],
+        price_book=opts.price_book, price_rows=fig.price_rows, n_price_keys=fig.n_price_keys,
+        gpu_hour_price=opts.gpu_hour_price, **more)
 
 
 def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
     """Phase 2, from _staged: every per-session figure (token_audit, token_bloat, _seg and the costs) and the
     *_parts tables the audit-wide figures are summed from (pipeline.SESSION_FIGURES). Needs only the calls of
     whole sessions."""
-    pipeline.run(con, pipeline.SESSION_FIGURES, _params(opts, fig), HOOKS, store_columns(con))
+    pipeline.run(con, pipeline.SESSION_FIGURES, figure_params(opts, fig), store_columns(con))
 
 
 def log_end(con) -> float | None:
@@ -228,7 +214,8 @@ def log_end(con) -> float | None:
 def time_parts(con, opts: AuditOptions) -> None:
     """Phase 3, from _seg and the whole audit's _seg_window: the leakage timeline's and the TTL sweep's sums
     (_timeline_parts, _ttl_parts, _ttl_evicted)."""
-    pipeline.run(con, pipeline.TIME_PARTS, dict(buckets=opts.buckets, ttls=[float(t) for t in opts.ttls_s]))
+    pipeline.run(con, pipeline.TIME_PARTS, pipeline.TimeParams(buckets=opts.buckets,
+                                                               ttls=[float(t) for t in opts.ttls_s]))
 
 
 def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source], model: str, pricing: Pricing,
@@ -237,7 +224,7 @@ def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source
     token_ttl_sweep, token_repeats, token_prices, audits, _call_labels); returns the audits row."""
     tok = fig.tokenizer
     sources_text, fmt_text = describe_sources(sources)
-    params = _params(opts, fig, memory_bytes=memory.bytes, memory_source=memory.source,
+    params = figure_params(opts, fig, memory_bytes=memory.bytes, memory_source=memory.source,
                      created_at=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None), sources=sources_text,
                      format=fmt_text, model=model, kv_bytes_source=pricing.source, kv_bytes_detail=pricing.detail,
                      kv_bytes_per_token=pricing.stored_bytes_per_token, priced=pricing.priced,
@@ -245,18 +232,18 @@ def audit_figures(con, opts: AuditOptions, fig: Figures, *, sources: list[Source
                      bloat_reason=prompt_bloat.reason(tok, fig.content_calls),
                      session_keys=" | ".join(opts.keys.session) or None,
                      time_keys=" | ".join(opts.keys.time) or None, started=started)
-    pipeline.run(con, pipeline.AUDIT_FIGURES, params, HOOKS, store_columns(con))
-    return one(con, "metrics/audit_row", audit_id=fig.ids["audit_id"])
+    pipeline.run(con, pipeline.AUDIT_FIGURES, params, store_columns(con))
+    return the_row(con, "metrics/audit_row", audit_id=fig.ids["audit_id"])
 
 
-def detect_all(con, paths: list[str | Path], fmt: str, origins: dict[Path, str] | None = None) -> list[Source]:
+def detect_all(con, paths: Sequence[str | Path], fmt: str, origins: dict[Path, str] | None = None) -> list[Source]:
     """Every file's Source, checked before any is read: a bad path fails fast, with nothing written.
     `origins`: the s3:// URL of each file that is a copy of one (remote.py)."""
     origins = origins or {}
     return [replace(detect(con, Path(p), fmt), origin=origins.get(Path(p))) for p in paths]
 
 
-def run_audit(con, paths: list[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
+def run_audit(con, paths: Sequence[str | Path], opts: AuditOptions, *, audit_id: str, run_id: int | None,
               model: str, pricing: Pricing, memory: Memory, tokenizer: Tokenizer | None = None,
               strict: bool = False, origins: dict[Path, str] | None = None) -> AuditResult:
     """Read `paths` and write every audit figure into the DB's tables on `con`, in the transaction
@@ -293,14 +280,14 @@ def unnamed_calls(con) -> int:
 
 def label_lookup(con) -> str:
     """How each call finds its label when stored: "one", "hash" or "strings" (see AuditResult)."""
-    if one(con, "store/label_counts")["labels"] == 1:
+    if the_row(con, "store/label_counts")["labels"] == 1:
         return "one"
     return "hash" if labels_hash_apart(con) else "strings"
 
 
 def labels_hash_apart(con) -> bool:
     """True when no two of this audit's call labels share a label_hash (so a call finds its label by it)."""
-    counts = one(con, "store/label_counts")
+    counts = the_row(con, "store/label_counts")
     return counts["labels"] == counts["hashes"]
 
 
@@ -318,10 +305,11 @@ def store_columns(con) -> dict[str, str]:
                 label_match=" AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in labels))
 
 
-def _store_params(con, result: AuditResult) -> tuple[dict, dict]:
+def _store_params(con, result: AuditResult) -> tuple[dict[str, str], pipeline.StoreParams]:
     columns = store_columns(con)
-    params = dict(audit_id=result.audit_id, run_id=result.summary["run_id"], one_label=result.label_lookup == "one",
-                  by_hash=result.label_lookup == "hash", by_strings=result.label_lookup == "strings")
+    params = pipeline.StoreParams(audit_id=result.audit_id, run_id=result.summary["run_id"],
+                                  one_label=result.label_lookup == "one", by_hash=result.label_lookup == "hash",
+                                  by_strings=result.label_lookup == "strings")
     return columns, params
 
 
@@ -331,14 +319,14 @@ def _store(con, result: AuditResult) -> None:
     try:
         pipeline.run(con, pipeline.STORE, params, columns=columns)
     finally:
-        run_sql(con, "store/reset_order")
+        pipeline.RESET_ORDER.run(con)
 
 
 def persist(con, result: AuditResult) -> None:
     """Store the calls and rejects, and commit the transaction the audit's figures were written in."""
     try:
         _store(con, result)
-        run_sql(con, "store/commit")
+        pipeline.COMMIT.run(con)
     except BaseException:
         rollback_quietly(con)  # a failed COMMIT (disk full) ended the transaction: its error is the one to show
         raise
@@ -358,7 +346,7 @@ def fetch(con, result: AuditResult) -> dict[str, list[dict]]:
 
 def next_audit_id(con) -> str:
     """audit-N for standalone audits, N one more than any stored."""
-    n = one(con, "store/audit_ids", candidate=None)["n"]
-    while one(con, "store/audit_ids", candidate=f"audit-{n + 1}")["taken"]:
+    n = the_row(con, "store/audit_ids", candidate=None)["n"]
+    while the_row(con, "store/audit_ids", candidate=f"audit-{n + 1}")["taken"]:
         n += 1
     return f"audit-{n + 1}"

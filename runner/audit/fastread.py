@@ -27,7 +27,7 @@ def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys:
         return None
     before = value(con, "ingest/staged_rows")
     try:
-        pipeline.run(con, pipeline.INGEST["openai-fast"], dict(params, lines=None))
+        pipeline.run(con, pipeline.INGEST["openai-fast"], pipeline.IngestParams(**dict(params, lines=None)))
     except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
         if is_interrupt(exc):
             raise KeyboardInterrupt from None
@@ -42,5 +42,6 @@ def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys:
         run_sql(con, "ingest/drop_need_raw", source=src.label)
         copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
         pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
-                     dict(params, path=str(copy), compression="none", lines=again, keys=False, fmt=src.fmt))
+                     pipeline.IngestParams(**dict(params, path=str(copy), compression="none", lines=again,
+                                                  keys=False, fmt=src.fmt)))
     return f"fast, {len(again):,} lines line-exact" if again else "fast"

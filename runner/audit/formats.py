@@ -118,7 +118,7 @@ def _envelope(rec: dict) -> str | None:
     response = rec.get("response")
     if not isinstance(response, dict):
         return None
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    usage: dict = response["usage"] if isinstance(response.get("usage"), dict) else {}
     if response.get("type") == "message" or "cache_read_input_tokens" in usage \
             or "cache_creation_input_tokens" in usage:
         return "anthropic"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import UserError, is_interrupt
 from ..core.errors import shown
@@ -18,7 +19,6 @@ from .fastread import fast_path
 from .formats import SHAPES, Keys, Source, reader
 from .linescan import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, NUL, _sanitized_copy, _without_lines, scan_lines
 from .logfiles import AuditInputError, compression
-from .prepare import HOOKS
 from .sqlfiles import run_sql, value
 
 _SETTING_SIZE = re.compile(r"^\s*([\d.]+)\s*([KMGT]i?B|bytes?)?\s*$", re.IGNORECASE)
@@ -32,6 +32,7 @@ def line_limit(con) -> int:
     try:
         text = value(con, "setup/memory_limit_now")
         m = _SETTING_SIZE.match(str(text))
+        assert m is not None  # caught below: an unreadable setting
         unit = (m.group(2) or "B").upper()
         scale = {"B": 1, "BYTE": 1, "BYTES": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
                  "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
@@ -56,7 +57,7 @@ def ingest(con, src: Source, tmpdir: str, keys: Keys | None = None, fast: bool =
     a line longer than the reader's default buffer -> again with room for MAX_LINE_BYTES (a large
     buffer reads a file on one thread, so it is not the default); a file that is not clean UTF-8 or
     mixes line endings -> again from a normalised copy."""
-    params = dict(path=str(src.path), source=src.label, source_name=src.path.name, delim=NUL,
+    params: dict[str, Any] = dict(path=str(src.path), source=src.label, source_name=src.path.name, delim=NUL,
                   max_line_size=DEFAULT_LINE_BYTES, compression=compression(src.path))
     too_long: dict[int, int] = {}
     limit = line_limit(con)
@@ -122,4 +123,4 @@ def _ingest_once(con, src: Source, params: dict, tmpdir: str, keys: Keys) -> Non
         time_keys = keys.time or shape.time_keys
         p.update(shape=shape.sql, root=shape.root, session_keys=list(keys.session or shape.session_keys),
                  time_keys=list(time_keys), format=src.fmt, time_label=" or ".join(time_keys) or "time")
-    pipeline.run(con, pipeline.INGEST[reader(src)] + pipeline.INGEST_END, p, HOOKS)
+    pipeline.run(con, pipeline.INGEST[reader(src)] + pipeline.INGEST_END, pipeline.IngestParams(**p))

@@ -20,7 +20,7 @@ _SUB_ERRORS = "kvreport_sub"
 def _sub_errors() -> str:
     """The decoding error handler that turns bytes that are not UTF-8 into U+001A (SUB): registered when a copy
     is first made (a process-wide registry, so not as a side effect of importing this module)."""
-    codecs.register_error(_SUB_ERRORS, lambda e: ("\x1a", e.end))
+    codecs.register_error(_SUB_ERRORS, lambda e: ("\x1a", e.end))  # type: ignore[attr-defined]
     return _SUB_ERRORS
 
 

@@ -12,6 +12,7 @@ import shutil
 import stat
 import tempfile
 import zlib
+from typing import Any
 from pathlib import Path
 
 from ..core.errors import UserError
@@ -137,7 +138,7 @@ class _ZstdStream(io.RawIOBase):
 
         self._zstd = zstandard
         self._f = open(path, "rb")
-        self._obj = None        # the decompressor of the frame being read
+        self._obj: Any = None   # the decompressor of the frame being read
         self._pending = b""     # decompressed, not yet returned
         self._started = False   # input of the current frame seen
 

@@ -1,14 +1,4 @@
-"""The audit's steps, in the order they run, written once, as data.
-
-A step is one of:
-  "STAGE/NAME"          the statements of runner/audit/sql/STAGE/NAME.sql (each takes the $parameters it names
-                        from the audit's parameters);
-  "py:NAME"             a Python step (the `hooks` given to `run`: what SQL cannot do, such as looking up prices
-                        or calling the tokenizer);
-  "... if PARAM"        only when the audit's parameter PARAM is true ("... if not PARAM": when it is false);
-  "... per slice"       once per slice [$lo, $hi) of the call ids up to $last_rid (per-call text aggregation
-                        cannot spill, so a slice bounds it); "... per PARAM": once per slice start PARAM lists.
-A name may hold {param}: "ingest/{shape}" runs the reader of the file's shape (formats.SHAPES).
+"""The audit's plan: its steps in the order they run (steps.py's kinds), and the parameters each stage runs with.
 
 The stages, as runner/audit/engine.py runs them (runner/audit/distributed.py runs READ per share of the files,
 SESSION_FIGURES and TIME_PARTS per partition of the sessions, AUDIT_FIGURES once):
@@ -19,111 +9,334 @@ SESSION_FIGURES and TIME_PARTS per partition of the sessions, AUDIT_FIGURES once
   TIME_PARTS       the leakage timeline's and TTL sweep's sums over segments
   AUDIT_FIGURES    the audit-wide tables (token_leakage, token_ttl_sweep, token_repeats, token_prices, audits)
   STORE            the calls, their labels and the rejects
-Results are written into the DB's own tables once (inside the transaction that engine.begin_results opens);
-everything else is scratch.
+Results are written into the DB's own tables once (inside the transaction BEGIN opens); the rest is scratch.
 """
 from __future__ import annotations
 
-from typing import Callable
+import datetime as _dt
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Mapping
 
+from . import dollars, prepare, prompt_bloat
 from .sqlfiles import run_sql
+from .steps import SLICE, PerSlice, Py, Sql, Statement, StepParams, negated
+from .steps import run as run  # pipeline.run(con, STAGE, params): callers name the plan and its runner together
+
+if TYPE_CHECKING:
+    from .formats import Source
+    from .prices_file import PriceBook
+    from .tokenizer import Tokenizer
 
 # Every scratch object (table, view, macro) lives in the connection's temporary catalog; DuckDB has no
 # temporary schemas, so the temp catalog's one schema is the audit's scratch schema, and drop_scratch
 # (sql/setup/drop_scratch.sql) drops all of it in one place: nothing is listed by hand.
 SCRATCH = "temp.main"
 
-# The connection's settings alone (a Ray time task needs no more: runner/audit/distributed.py).
-SETTINGS = ("setup/settings", "setup/memory_limit if memory_limit", "setup/threads if threads")
-SETUP = (*SETTINGS, "setup/macros", "setup/parse_try if has_try", "setup/parse_valid if not has_try", "setup/staged",
-         "setup/calls_and_rejects")
 
-# Each reader, by what ingest.reader() says the file is. Every one ends with ingest/forget_lines.
+# --- the parameters of each stage
+
+@dataclass(frozen=True)
+class SetupParams(StepParams):
+    tmpdir: str
+    memory_limit: str | None = None   # DuckDB memory_limit, e.g. "2GB"
+    threads: int | None = None
+    has_try: bool = True               # DuckDB has try() (1.3 on)
+
+
+@dataclass(frozen=True)
+class IngestParams(StepParams):
+    path: str                          # the file DuckDB reads (the log, or a normalised copy)
+    source: str                        # the log's label in the rows
+    source_name: str
+    delim: str
+    max_line_size: int
+    compression: str
+    fmt: str = ""
+    keys: bool = False                 # --session-key / --time-key given
+    tmpdir: str = ""
+    src: Source | None = None
+    lines: list[int] | None = None     # the line numbers of a partial copy (None: the row order)
+    session_keys: list[str] = field(default_factory=list)
+    time_keys: list[str] = field(default_factory=list)
+    has_session: bool = False
+    has_time: bool = False
+    time_label: str = "time"
+    shape: str | None = None           # a bare API object's reader (formats.SHAPES)
+    root: str | None = None
+    format: str | None = None
+    records: str | None = None         # a CSV's records as JSON lines (prepare.py)
+
+
+@dataclass(frozen=True)
+class ReadEndParams(StepParams):
+    window: bool
+    since: _dt.datetime | None
+    until: _dt.datetime | None
+
+
+@dataclass(frozen=True)
+class TimeParams(StepParams):
+    buckets: int
+    ttls: list[float]
+
+
+@dataclass(frozen=True)
+class StoreParams(StepParams):
+    audit_id: str
+    run_id: int | None
+    one_label: bool
+    by_hash: bool
+    by_strings: bool
+
+
+@dataclass(frozen=True)
+class FigureParams(StepParams):
+    """The figures' parameters (engine.figure_params), and what their Python steps find on the way."""
+    audit_id: str = ""
+    run_id: int | None = None
+    curve: Mapping[str, float] = field(default_factory=dict)  # kv_pricing.curve(), each a parameter of its own
+    tokenizer: Tokenizer | None = None
+    has_tokens: bool = False
+    content_calls: int = 0
+    idle_timeout: float = 300.0
+    t_log_end: float | None = None
+    spor_max: float = 0.85
+    kv_max_bytes: int = 0
+    kv_max_basis: str = ""
+    spor_reason: str = ""
+    min_chars: int = 24
+    max_rows: int = 200
+    buckets: int = 120
+    ttls: list[float] = field(default_factory=list)
+    price_book: PriceBook | None = None
+    price_rows: list[dict[str, Any]] | None = None
+    n_price_keys: int | None = None
+    gpu_hour_price: float | None = None
+    # the audit-wide figures' (AUDIT_FIGURES)
+    memory_bytes: int | None = None
+    memory_source: str | None = None
+    created_at: _dt.datetime | None = None
+    sources: str | None = None
+    format: str | None = None
+    model: str | None = None
+    kv_bytes_source: str | None = None
+    kv_bytes_detail: str | None = None
+    kv_bytes_per_token: float | None = None
+    priced: bool = False
+    tokenizer_name: str | None = None
+    bloat_reason: str | None = None
+    session_keys: str | None = None
+    time_keys: str | None = None
+    started: float = 0.0
+    # found by the Python steps
+    local_content: int = 0
+    rest_slices: tuple[int, ...] = ()
+    last_rid: int | None = None
+    lcp_rest: bool = False
+    token_ids: bool = False
+    one_price_key: bool = False
+    pricing_started: float = 0.0
+    pricing_s: float | None = None
+    duration_s: float | None = None
+
+    def values(self) -> dict[str, Any]:
+        out = super().values()
+        out.update(out.pop("curve"))
+        return out
+
+
+# --- conditions (plain functions of the parameters; the docstring says why, for --explain)
+
+def memory_limit_given(p: SetupParams) -> bool:
+    """--memory-limit given"""
+    return bool(p.memory_limit)
+
+
+def threads_given(p: SetupParams) -> bool:
+    """--threads given"""
+    return bool(p.threads)
+
+
+def has_try(p: SetupParams) -> bool:
+    """DuckDB has try()"""
+    return p.has_try
+
+
+def user_keys(p: IngestParams) -> bool:
+    """--session-key / --time-key given"""
+    return p.keys
+
+
+def window(p: ReadEndParams) -> bool:
+    """--since / --until given"""
+    return p.window
+
+
+def local_content(p: FigureParams) -> bool:
+    """calls on this connection logged their messages"""
+    return bool(p.local_content)
+
+
+def lcp_rest(p: FigureParams) -> bool:
+    """a prefix search ran past a message's line"""
+    return p.lcp_rest
+
+
+def token_ids(p: FigureParams) -> bool:
+    """--tokenizer gave token ids"""
+    return p.token_ids
+
+
+def one_price_key(p: FigureParams) -> bool:
+    """every call has the same price key"""
+    return p.one_price_key
+
+
+def content_calls(p: FigureParams) -> bool:
+    """the audit's calls logged their messages"""
+    return bool(p.content_calls)
+
+
+def tokenizer(p: FigureParams) -> bool:
+    """--tokenizer given"""
+    return p.tokenizer is not None
+
+
+def priced(p: FigureParams) -> bool:
+    """KV is priced (--model or --kv-bytes-per-token)"""
+    return p.priced
+
+
+def one_label(p: StoreParams) -> bool:
+    """every call has the same label"""
+    return p.one_label
+
+
+def by_hash(p: StoreParams) -> bool:
+    """no two labels share a hash"""
+    return p.by_hash
+
+
+def by_strings(p: StoreParams) -> bool:
+    """two labels share a hash"""
+    return p.by_strings
+
+
+def rest_slices(p: FigureParams) -> tuple[int, ...]:
+    """the slices holding calls bloat/content.sql left"""
+    return p.rest_slices
+
+
+def every_slice(p: FigureParams) -> range:
+    """every slice of the call ids"""
+    return range(0, (p.last_rid or 0) + 1, SLICE)
+
+
+# --- Python steps of this module
+
+def duration(con, p: FigureParams) -> FigureParams:
+    """the audit's time so far"""
+    return replace(p, duration_s=time.perf_counter() - p.started)
+
+
+def start_pricing(con, p: FigureParams) -> FigureParams:
+    """the pricing's start time"""
+    return replace(p, pricing_started=time.perf_counter())
+
+
+def pricing_time(con, p: FigureParams) -> FigureParams:
+    """the pricing's time"""
+    return replace(p, pricing_s=time.perf_counter() - p.pricing_started)
+
+
+# --- the plan
+
+BEGIN = Statement("BEGIN TRANSACTION")
+COMMIT = Statement("COMMIT")
+RESET_ORDER = Statement("RESET preserve_insertion_order")
+TRY_PROBE = Statement("SELECT try(1)")
+
+# The connection's settings alone (a Ray time task needs no more: runner/audit/distributed.py).
+SETTINGS = (Statement("SET TimeZone = 'UTC'"), Statement("SET temp_directory = $tmpdir"),
+            Statement("SET memory_limit = $memory_limit", when=memory_limit_given),
+            Statement("SET threads = $threads", when=threads_given))
+SETUP = (*SETTINGS, Sql("setup/macros"), Sql("setup/parse_try", when=has_try),
+         Sql("setup/parse_valid", when=negated(has_try)), Sql("setup/staged"), Sql("setup/calls_and_rejects"))
+
+# Each reader, by what formats.reader() says the file is. Every one ends with INGEST_END.
 INGEST = {
-    # A bare API object per line (SHAPES in ingest.py): the shape's reader fills _shape, then one step makes calls.
-    "shape": ("ingest/read_lines", "ingest/shape_lines", "ingest/{shape}", "ingest/calls_from_usage",
-              "ingest/number_lines"),
+    # A bare API object per line (formats.SHAPES): the shape's reader fills _shape, then one step makes calls.
+    "shape": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),
+              Sql("ingest/calls_from_usage"), Sql("ingest/number_lines")),
     # OpenAI / Anthropic envelopes: parsed straight from the reader (a file the reader refuses fails before
     # any INSERT: read first when the keys must look at the lines again).
-    "envelope": ("ingest/read_lines if keys", "ingest/{fmt}", "ingest/number_lines", "ingest/rekey if keys"),
-    "envelope-openai": ("ingest/openai_record", "ingest/read_lines if keys", "ingest/openai", "ingest/number_lines",
-                        "ingest/rekey if keys"),
-    # The fast reader of a clean OpenAI envelope file (ingest.py checks it and reads its need_raw lines again
-    # with "envelope-openai", numbered by $lines).
-    "openai-fast": ("ingest/openai_record", "ingest/openai_fast", "ingest/number_lines"),
-    "sessions-parquet": ("py:parquet_check", "ingest/sessions_format_table", "ingest/sessions_format_parquet",
-                         "ingest/sessions_format"),
-    "sessions-csv": ("py:csv_records", "ingest/sessions_format_table", "ingest/sessions_format_csv",
-                     "ingest/sessions_format"),
-    "sessions-jsonl": ("ingest/sessions_format_table", "ingest/read_lines", "ingest/sessions_format_jsonl",
-                       "ingest/sessions_format"),
-    "otel": ("ingest/read_lines", "ingest/otel"),
-    "otel-document": ("py:plain_copy", "ingest/read_document", "ingest/otel"),
+    "envelope": (Sql("ingest/read_lines", when=user_keys), Sql("ingest/{fmt}"), Sql("ingest/number_lines"),
+                 Sql("ingest/rekey", when=user_keys)),
+    "envelope-openai": (Sql("ingest/openai_record"), Sql("ingest/read_lines", when=user_keys), Sql("ingest/openai"),
+                        Sql("ingest/number_lines"), Sql("ingest/rekey", when=user_keys)),
+    # The fast reader of a clean OpenAI envelope file (fastread.py checks it and reads its need_raw lines
+    # again with "envelope-openai", numbered by $lines).
+    "openai-fast": (Sql("ingest/openai_record"), Sql("ingest/openai_fast"), Sql("ingest/number_lines")),
+    "sessions-parquet": (Py(prepare.parquet_check), Sql("ingest/sessions_format_table"),
+                         Sql("ingest/sessions_format_parquet"), Sql("ingest/sessions_format")),
+    "sessions-csv": (Py(prepare.csv_records), Sql("ingest/sessions_format_table"), Sql("ingest/sessions_format_csv"),
+                     Sql("ingest/sessions_format")),
+    "sessions-jsonl": (Sql("ingest/sessions_format_table"), Sql("ingest/read_lines"),
+                       Sql("ingest/sessions_format_jsonl"), Sql("ingest/sessions_format")),
+    "otel": (Sql("ingest/read_lines"), Sql("ingest/otel")),
+    "otel-document": (Py(prepare.plain_copy), Sql("ingest/read_document"), Sql("ingest/otel")),
 }
-INGEST_END = ("ingest/forget_lines",)
+INGEST_END = (Statement("DROP TABLE IF EXISTS _lines"),)
 
-READ_END = ("ingest/since_until if window", "ingest/staged_stats")
+READ_END = (Sql("ingest/since_until", when=window), Sql("ingest/staged_stats"))
 
 # The rates of the audit's (provider, models) keys: looked up in Python (dollars.py), one row per period and tier.
-PRICE_ROWS = ("py:price_keys", "cost/price_rows", "py:insert_price_rows")
+PRICE_ROWS = (Py(dollars.price_keys), Sql("cost/price_rows"), Py(dollars.insert_price_rows))
 
 # Prompt bloat, part 1: while _staged (every record read) exists, each call's messages into _content (token ids
 # with --tokenizer, and system-prompt counts for calls whose log gave none).
-BLOAT_EXTRACT = ("bloat/ids_table", "py:local_content", "bloat/macros if local_content",
-                 "bloat/content if local_content", "py:content_rest_slices if local_content",
-                 "bloat/content_rest per rest_slices if local_content", "py:tokenize if local_content")
+BLOAT_EXTRACT = (Sql("bloat/ids_table"), Py(prompt_bloat.local_content), Sql("bloat/macros", when=local_content),
+                 Sql("bloat/content", when=local_content), Py(prompt_bloat.content_rest_slices, when=local_content),
+                 PerSlice("bloat/content_rest", rest_slices, when=local_content),
+                 Py(prompt_bloat.tokenize, when=local_content))
 
 # Prompt bloat, part 2: from _content alone, token_bloat and the repeated instructions (_repeat_parts).
-BLOAT_ANALYSE = ("py:last_rid if local_content", "bloat/pairs if local_content",
-                 "py:lcp_rest_needed if local_content", "bloat/lcp_rest per slice if lcp_rest",
-                 "bloat/lcp_tokens if token_ids", "bloat/lcp_tokens_none if not token_ids",
-                 "bloat/breaks if local_content", "bloat/snippets per slice if local_content",
-                 "bloat/per_session if local_content", "bloat/repeat_parts if local_content")
+BLOAT_ANALYSE = (Py(prompt_bloat.last_rid, when=local_content), Sql("bloat/pairs", when=local_content),
+                 Py(prompt_bloat.lcp_rest_needed, when=local_content),
+                 PerSlice("bloat/lcp_rest", every_slice, when=lcp_rest),
+                 Sql("bloat/lcp_tokens", when=token_ids), Sql("bloat/lcp_tokens_none", when=negated(token_ids)),
+                 Sql("bloat/breaks", when=local_content), PerSlice("bloat/snippets", every_slice, when=local_content),
+                 Sql("bloat/per_session", when=local_content), Sql("bloat/repeat_parts", when=local_content))
 
 SESSION_FIGURES = (
     *BLOAT_EXTRACT,
     # prices (looked up once per model), then the calls with their costs
-    *PRICE_ROWS, "cost/keyed", "cost/keyed_one_model if one_price_key", "cost/rated_calls",
+    *PRICE_ROWS, Sql("cost/keyed"), Sql("cost/keyed_one_model", when=one_price_key), Sql("cost/rated_calls"),
     # per-session figures
-    "metrics/timed_calls", "metrics/segments", "metrics/per_session", "metrics/seg_window_parts",
+    Sql("metrics/timed_calls"), Sql("metrics/segments"), Sql("metrics/per_session"), Sql("metrics/seg_window_parts"),
     *BLOAT_ANALYSE,
     # what the audit-wide figures sum
-    "metrics/call_stats", "cost/price_parts", "cost/whatif_parts", "store/calls_labelled", "store/label_parts",
+    Sql("metrics/call_stats"), Sql("cost/price_parts"), Sql("cost/whatif_parts"), Sql("store/calls_labelled"),
+    Sql("store/label_parts"),
 )
 
-TIME_PARTS = ("metrics/leakage_timeline_parts", "metrics/ttl_sweep_parts")
+TIME_PARTS = (Sql("metrics/leakage_timeline_parts"), Sql("metrics/ttl_sweep_parts"))
 
 # "metrics/unpriced": an audit without KV pricing drops its byte figures once everything is summed from them.
-AUDIT_FIGURES = ("metrics/leakage_timeline", "metrics/ttl_sweep", "bloat/repeats if content_calls",
-                 "py:count_repeats if tokenizer", "py:duration", "metrics/audit_summary", "py:start_pricing",
-                 "cost/prices", "py:pricing_time", "cost/audit_cost", "metrics/unpriced if not priced",
-                 "store/labels")
+AUDIT_FIGURES = (Sql("metrics/leakage_timeline"), Sql("metrics/ttl_sweep"), Sql("bloat/repeats", when=content_calls),
+                 Py(prompt_bloat.count_repeats, when=tokenizer), Py(duration), Sql("metrics/audit_summary"),
+                 Py(start_pricing), Sql("cost/prices"), Py(pricing_time), Sql("cost/audit_cost"),
+                 Sql("metrics/unpriced", when=negated(priced)), Sql("store/labels"))
 
-STORE = ("store/call_labels", "store/call_rows_one_label if one_label", "store/call_rows_by_hash if by_hash",
-         "store/call_rows_by_strings if by_strings", "store/rejects")
+STORE = (Sql("store/call_labels"), Sql("store/call_rows_one_label", when=one_label),
+         Sql("store/call_rows_by_hash", when=by_hash), Sql("store/call_rows_by_strings", when=by_strings),
+         Sql("store/rejects"))
 
-SLICE = 100_000
-
-
-def run(con, steps: tuple[str, ...], params: dict, hooks: dict[str, Callable] | None = None,
-        columns: dict[str, str] | None = None) -> None:
-    """Run `steps` in order on `con` with `params` (which Python steps may add to: later steps see it);
-    `columns`: the column lists the statements' {placeholders} take (sqlfiles.run_sql)."""
-    for step in steps:
-        name, _, cond = step.partition(" if ")
-        name, _, over = name.partition(" per ")
-        if cond and bool(params.get(cond.removeprefix("not "))) == cond.startswith("not "):
-            continue
-        if name.startswith("py:"):
-            (hooks or {})[name[3:]](con, params)
-            continue
-        name = name.format(**params)
-        if not over:
-            run_sql(con, name, columns, **params)
-            continue
-        starts = params[over] if over != "slice" else range(0, (params.get("last_rid") or 0) + 1, SLICE)
-        for lo in starts:
-            run_sql(con, name, columns, **dict(params, lo=lo, hi=lo + SLICE))
+# Every plan, by the name --explain gives it.
+STAGES = {"setup": SETUP, "read_end": READ_END, "session_figures": SESSION_FIGURES, "time_parts": TIME_PARTS,
+          "audit_figures": AUDIT_FIGURES, "store": STORE,
+          **{f"ingest {name}": (*steps, *INGEST_END) for name, steps in INGEST.items()}}
 
 
 def drop_scratch(con) -> None:

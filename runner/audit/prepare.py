@@ -8,13 +8,18 @@ import csv
 import io
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ..core.errors import shown
 from .formats import SESSION_COLUMNS, SESSION_OPTIONAL
 from .linescan import BLANK_CHARS, MAX_LINE_BYTES
 from .logfiles import AuditInputError, _plain_copy, open_log
 from .sqlfiles import run_sql
+
+if TYPE_CHECKING:
+    from .pipeline import IngestParams
 
 
 @contextlib.contextmanager
@@ -30,7 +35,7 @@ def _csv_cells_up_to(limit: int):
 
 def _csv_header(path: Path) -> list[str]:
     """The header's column names (lower case), checked for the required ones."""
-    with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f:
+    with io.TextIOWrapper(cast(BinaryIO, open_log(path)), encoding="utf-8-sig", errors="replace", newline="") as f:
         header = next(csv.reader(io.StringIO(f.readline())), [])
     names = [h.strip().lower() for h in header]
     missing = [c for c in SESSION_COLUMNS if c not in names]
@@ -63,7 +68,7 @@ def _write_csv_records(path: Path, tmpdir: str) -> Path:
     order = [names.index(c) if c in names else None for c in SESSION_COLUMNS + SESSION_OPTIONAL]
     width = len(names)
     out = Path(tempfile.mkstemp(prefix="csv-", suffix=".jsonl", dir=tmpdir)[1])
-    with io.TextIOWrapper(open_log(path), encoding="utf-8-sig", errors="replace", newline="") as f, \
+    with io.TextIOWrapper(cast(BinaryIO, open_log(path)), encoding="utf-8-sig", errors="replace", newline="") as f, \
             open(out, "w", encoding="utf-8") as dst:
         write, dumps = dst.write, json.dumps
         pending: collections.deque[str] = collections.deque()  # lines read ahead, to be read again
@@ -81,6 +86,7 @@ def _write_csv_records(path: Path, tmpdir: str) -> Path:
                     break
                 used.append(more)
                 quotes, size = quotes + more.count('"'), size + len(more)
+            note: str | None
             try:
                 rows = [] if quotes % 2 else list(csv.reader(used, strict=False)) or [[]]
             except csv.Error as exc:
@@ -117,17 +123,20 @@ def _parquet_check(con, path: Path) -> None:
                               f"(a sessions file needs {', '.join(SESSION_COLUMNS)})")
 
 
-def _parquet_step(con, p: dict) -> None:
-    _parquet_check(con, p["src"].path)
+def parquet_check(con, p: IngestParams) -> None:
+    """The Parquet file has the session columns."""
+    assert p.src is not None
+    _parquet_check(con, p.src.path)
 
 
-def _csv_step(con, p: dict) -> None:
-    p["records"] = str(_csv_records(p["src"].path, p["tmpdir"]))
+def csv_records(con, p: IngestParams) -> IngestParams:
+    """The CSV's records as JSON lines."""
+    assert p.src is not None
+    return replace(p, records=str(_csv_records(p.src.path, p.tmpdir)))
 
 
-def _plain_copy_step(con, p: dict) -> None:
-    if p["compression"] != "none":  # read_text does not decompress
-        p.update(path=str(_plain_copy(p["src"].path, p["tmpdir"])), compression="none")
-
-
-HOOKS = {"parquet_check": _parquet_step, "csv_records": _csv_step, "plain_copy": _plain_copy_step}
+def plain_copy(con, p: IngestParams) -> IngestParams:
+    """A decompressed copy (read_text does not decompress)."""
+    if p.compression == "none" or p.src is None:
+        return p
+    return replace(p, path=str(_plain_copy(p.src.path, p.tmpdir)), compression="none")

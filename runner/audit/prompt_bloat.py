@@ -8,13 +8,19 @@ The steps are SQL (runner/audit/sql/bloat/), in the order pipeline.SESSION_FIGUR
   afterwards, from _content alone: token_bloat, and the repeated instructions of these sessions
   (_repeat_parts), of which bloat/repeats.sql keeps the audit's first in token_repeats.
 `rid` (the call's row in _staged at extract time) identifies a call in every table here. This module holds
-the Python steps (HOOKS): what needs the tokenizer, and which slices the sliced steps run over.
+the Python steps: what needs the tokenizer, and which slices the sliced steps run over.
 """
 from __future__ import annotations
 
-from . import pipeline
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from .sqlfiles import run_sql, value
+from .steps import SLICE
 from .tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from .pipeline import FigureParams
 
 PAGE_ROWS = 2000  # prompts tokenized per batch
 
@@ -38,13 +44,12 @@ def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
         con.unregister("_ids_batch")
 
 
-def tokenize(con, p: dict) -> None:
+def tokenize(con, p: FigureParams) -> FigureParams:
     """System-prompt counts (for SPOR) and prompt token ids (for the prefix analysis), with --tokenizer. The
     tokenizer's Rust batch encoder does the work; Python only moves batches."""
-    tok: Tokenizer | None = p["tokenizer"]
+    tok = p.tokenizer
     if tok is None:
-        return
-    p["token_ids"] = True
+        return p
     texts = [r[0] for r in run_sql(con, "bloat/system_texts").fetchall()]
     for text, n in zip(texts, tok.count(texts)):
         run_sql(con, "bloat/system_count", system_text=text, n=n)
@@ -54,36 +59,37 @@ def tokenize(con, p: dict) -> None:
         ids = tok.ids([r[1] or "" for r in rows])
         _insert_ids(con, [(r[0], x) for r, x in zip(rows, ids)])
         last = rows[-1][0]
+    return replace(p, token_ids=True)
 
 
-def local_content(con, p: dict) -> None:
+def local_content(con, p: FigureParams) -> FigureParams:
     """The valid calls on this connection that logged messages (0: nothing to analyse here)."""
-    p["local_content"] = value(con, "bloat/local_content")
+    return replace(p, local_content=value(con, "bloat/local_content"))
 
 
-def content_rest_slices(con, p: dict) -> None:
+def content_rest_slices(con, p: FigureParams) -> FigureParams:
     """The slices holding calls bloat/content.sql left to bloat/content_rest.sql (not plain, or empty)."""
-    p["rest_slices"] = [r[0] for r in run_sql(con, "bloat/content_rest_slices", slice=pipeline.SLICE).fetchall()]
+    found = tuple(r[0] for r in run_sql(con, "bloat/content_rest_slices", slice=SLICE).fetchall())
+    return replace(p, rest_slices=found)
 
 
-def last_rid(con, p: dict) -> None:
-    p["last_rid"] = value(con, "bloat/last_rid")
+def last_rid(con, p: FigureParams) -> FigureParams:
+    """The last call id (the sliced steps' end)."""
+    return replace(p, last_rid=value(con, "bloat/last_rid"))
 
 
-def lcp_rest_needed(con, p: dict) -> None:
+def lcp_rest_needed(con, p: FigureParams) -> FigureParams:
     """Whether any pair's character search ran past a message's line (bloat/lcp_rest.sql finishes those)."""
-    p["lcp_rest"] = value(con, "bloat/lcp_rest_needed")
+    return replace(p, lcp_rest=bool(value(con, "bloat/lcp_rest_needed")))
 
 
-def count_repeats(con, p: dict) -> None:
+def count_repeats(con, p: FigureParams) -> None:
     """The repeated instructions' tokens, counted by --tokenizer."""
-    rep = run_sql(con, "bloat/repeats_to_count", audit_id=p["audit_id"]).fetchall()
-    for (row, _), n in zip(rep, p["tokenizer"].count([r[1] for r in rep]) if rep else []):
+    if p.tokenizer is None:
+        return
+    rep = run_sql(con, "bloat/repeats_to_count", audit_id=p.audit_id).fetchall()
+    for (row, _), n in zip(rep, p.tokenizer.count([r[1] for r in rep]) if rep else []):
         run_sql(con, "bloat/repeat_tokens", tokens=n, row=row)
-
-
-HOOKS = {"tokenize": tokenize, "local_content": local_content, "content_rest_slices": content_rest_slices,
-         "last_rid": last_rid, "lcp_rest_needed": lcp_rest_needed, "count_repeats": count_repeats}
 
 
 def reason(tokenizer: Tokenizer | None, content_calls: int) -> str | None:

@@ -6,7 +6,8 @@ DuckDB's parser lists them, and the statement gets exactly those, taken from the
 (a missing one is an error naming the file; extra ones are simply not passed, DuckDB refuses them). Values
 always travel as bound parameters, never pasted into the text, because they come from log files.
 
-A file may include another's text (`{include:STAGE/NAME}`, see _text). There are two exceptions to bound values:
+A file may include another's text (`{include:STAGE/NAME}`: runner/core/sqltext.py, the project's one SQL
+loader). There are two exceptions to bound values:
 - column lists (and the names of the audit's own tables), which are identifiers: a statement may hold `{name}`
   placeholders that `run_sql(..., columns=...)` fills with column names read from the DB's own schema (never
   from a log);
@@ -23,45 +24,44 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-import duckdb
+from ..core import sqltext
 
-
-_INCLUDE = re.compile(r"\{include:([\w/]+)\}")
 _PATH = re.compile(r"\{path:(\w+)\}")
-
-
-def _text(name: str) -> str:
-    """sql/<name>.sql, with each `{include:OTHER}` replaced by sql/OTHER.sql (less its trailing `;`): the way
-    two statements share one part, such as the checks of two readers of the same format."""
-    *folders, file = name.split("/")
-    path = resources.files("kvreport.runner.audit") / "sql"
-    for folder in folders:
-        path = path / folder
-    text = (path / f"{file}.sql").read_text(encoding="utf-8")
-    return _INCLUDE.sub(lambda m: _text(m.group(1)).rstrip().rstrip(";"), text)
+SQL = resources.files("kvreport.runner.audit") / "sql"
 
 
 @lru_cache(maxsize=None)
 def _filled(name: str, columns: tuple[tuple[str, str], ...]) -> str:
-    text = _text(name)
+    text = sqltext.read(SQL, name)
     for key, value in columns:
         text = text.replace("{" + key + "}", value)
     return text
 
 
-def _split(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    return tuple((st.query, tuple(sorted(st.named_parameters))) for st in duckdb.extract_statements(text))
-
-
 @lru_cache(maxsize=None)
-def statements(name: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def statements(name: str, columns: tuple[tuple[str, str], ...] = ()) -> tuple[sqltext.Statement, ...]:
     """(statement text, its named parameters) for each statement of sql/<name>.sql, with its `{placeholder}`
     column lists filled from `columns` ((placeholder, column list) pairs)."""
     text = _filled(name, columns)
     if _PATH.search(text):
         raise KeyError(f"sql/{name}.sql needs paths= for its {{path:...}} placeholders")
-    return _split(text)
+    return sqltext.split(text)
+
+
+@lru_cache(maxsize=None)
+def _inline(text: str) -> tuple[sqltext.Statement, ...]:
+    return sqltext.split(text)
+
+
+def run_text(con, text: str, **params: Any):
+    """Execute one of the audit's inline statements (steps.Statement: a setting, a transaction's end) with the
+    parameters it names; returns the cursor."""
+    cur = None
+    for stmt in _inline(text):
+        cur = con.execute(stmt.query, sqltext.bound(stmt, params, repr(text)))
+    return cur
 
 
 def _literal(path, scratch: Path, name: str) -> str:
@@ -97,12 +97,9 @@ def run_sql(con, name: str, columns: dict[str, str] | None = None, *, paths: dic
     the `{path:NAME}` placeholders' files and the folder they must lie in (see the module's docstring)."""
     cur = None
     cols = tuple(sorted((columns or {}).items()))
-    stmts = statements(name, cols) if paths is None else _split(_with_paths(name, cols, paths, scratch))
-    for stmt, names in stmts:
-        missing = [k for k in names if k not in params]
-        if missing:
-            raise KeyError(f"sql/{name}.sql needs the parameter(s) {', '.join(missing)}")
-        cur = con.execute(stmt, {k: params[k] for k in names} or None)
+    stmts = statements(name, cols) if paths is None else sqltext.split(_with_paths(name, cols, paths, scratch))
+    for stmt in stmts:
+        cur = con.execute(stmt.query, sqltext.bound(stmt, params, f"sql/{name}.sql"))
     return cur
 
 
@@ -119,6 +116,14 @@ def one(con, name: str, **params) -> dict | None:
     cols = [d[0] for d in cur.description]
     row = cur.fetchone()
     return None if row is None else dict(zip(cols, row))
+
+
+def the_row(con, name: str, **params) -> dict:
+    """The one row of sql/<name>.sql's last statement (an aggregate, or a row the audit wrote), as a dict."""
+    row = one(con, name, **params)
+    if row is None:
+        raise LookupError(f"sql/{name}.sql returned no row")
+    return row
 
 
 def value(con, name: str, **params):

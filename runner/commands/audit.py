@@ -77,6 +77,9 @@ def audit(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print each file's lines and lines/s as it "
                                                                   "is read (a terminal shows them in the bar).")
                        ] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Print the steps the audit would run (and skip) for "
+                                                            "these files and options, and why; read and store "
+                                                            "nothing.")] = False,
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
     request = AuditRequest(fmt=format, model=model, kv_bytes_per_token=kv_bytes_per_token, tokenizer=tokenizer,
@@ -84,6 +87,11 @@ def audit(
                            memory_limit=memory_limit, prices=prices, gpu_hour_price=gpu_hour_price, gpu=gpu,
                            session_keys=tuple(session_key or ()), time_key=time_key, since=since, until=until,
                            ray=ray, ray_workers=ray_workers, ray_scratch=ray_scratch)
+    if explain:
+        from ..audit.explain import plan_lines
+
+        typer.echo("\n".join(plan_lines(paths, request)))
+        return
     with Output(quiet=quiet, verbose=verbose) as out:
         result = audit_logs(paths, request, db=db, on_event=out, progress=out.wants_progress)
     out.result(audit_lines(result, request))

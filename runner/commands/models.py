@@ -18,7 +18,7 @@ GIB = 2**30
 
 
 def describe(facts, seqs: list[int], dtype: str, batch: int, weight_dtype: str | None = None) -> dict:
-    """The JSON record of one model (the keys issue 24 names, plus the detail behind them)."""
+    """The JSON record of one model (its headline keys, plus the detail behind them)."""
     out = {
         "name": facts.name,
         "source": facts.source,

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import duckdb
-
+from . import sqltext
 from .connections import connect, transaction
 from .errors import StoreError, is_interrupt, shown
 from .untrusted import described, foreign_objects, inventory
@@ -77,7 +76,7 @@ def create_schema(con, steps: list[SchemaStep] | None = None, fresh: str | None 
 
 def _statements(sql: str) -> list[str]:
     # DuckDB's own parser splits the file, so a ';' inside a string or comment cannot cut a statement.
-    return [s.query for s in duckdb.extract_statements(sql)]
+    return [s.query for s in sqltext.split(sql)]
 
 
 def apply_steps(con, from_version: int, steps: list[SchemaStep] | None = None) -> int:

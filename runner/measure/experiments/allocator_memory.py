@@ -1,4 +1,4 @@
-"""Iteration 1: the allocator's view. Memory allocated before and after a prefill, per shape.
+"""The allocator's view: memory allocated before and after a prefill, per shape.
 
 This is what the seed's first profiler did, and it over-counts: right after the forward pass the delta
 also holds the logits (batch x seq x vocab x dtype: for GPT-2 that is 2.7x the KV cache per token) and

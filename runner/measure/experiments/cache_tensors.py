@@ -1,4 +1,4 @@
-"""Iteration 2 (memory): measure the cache tensors themselves, total and per layer.
+"""Memory: measure the cache tensors themselves, total and per layer.
 
 Sums every tensor the cache object holds (K, V, and the constant-size conv/recurrent states of
 linear-attention and Mamba layers), so nothing else alive in memory can leak into the number. Compared

@@ -1,4 +1,4 @@
-"""Iteration 2 (compaction): gather the live requests' KV caches into contiguous memory, from well under
+"""Compaction: gather the live requests' KV caches into contiguous memory, from well under
 1 MB to 4 GiB live on a GPU, by every method of runner/measure/compaction.py, each against the roof of the same
 size (a copy moving the same bytes, runner/measure/ceilings.py) and the theoretical peak.
 

@@ -1,4 +1,4 @@
-"""Iteration 3 (crossover): from what context length does the KV cache outweigh the model's weights?
+"""Crossover: from what context length does the KV cache outweigh the model's weights?
 
 crossover_tokens = weight bytes / (batch x KV bytes per token), in tokens per request, with weights and
 cache in the same dtype (so the dtype cancels out of the token count; the byte columns carry it).

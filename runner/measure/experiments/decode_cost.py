@@ -1,4 +1,4 @@
-"""Iteration 2 (decode): the cost of one decode step (one new token per sequence) on a prefilled cache,
+"""Decode: the cost of one decode step (one new token per sequence) on a prefilled cache,
 across prefix lengths and batch sizes, in three modes (runner/measure/decode_step.py), decomposed.
 
 - eager: transformers' DynamicCache (the seed's setup, the headline); static: a preallocated StaticCache,

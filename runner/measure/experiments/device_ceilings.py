@@ -1,4 +1,4 @@
-"""Iteration 2 (ceilings): the device's theoretical peak DRAM bandwidth, its headline copy roof, and the
+"""Ceilings: the device's theoretical peak DRAM bandwidth, its headline copy roof, and the
 roof curve (copy and read at every compaction size), stored with the run so every later bandwidth can be
 shown as GB/s, % of peak and % of the same-size roof. Runs first (ORDER 1) and publishes the roofs in
 ctx.shared; later experiments measure any further sizes they need through ceilings.roof_for."""

@@ -1,4 +1,4 @@
-"""Iteration 2 (fragmentation): what the CUDA caching allocator keeps after requests are evicted, with
+"""Fragmentation: what the CUDA caching allocator keeps after requests are evicted, with
 the default allocator and with expandable_segments:True.
 
 The allocator reads its configuration once, when CUDA starts, so each setting runs in a fresh child

@@ -1,4 +1,4 @@
-"""Iteration 3 (interference): does compaction slow serving down, and does running both at once save time?
+"""Interference: does compaction slow serving down, and does running both at once save time?
 
 Three variants timed interleaved (compact, decode, both, compact, ...) with the shared harness:
 - decode:  `steps` decode steps in the fastest mode that runs (runner/measure/decode_step.py: a CUDA graph replay
@@ -22,12 +22,9 @@ Three variants timed interleaved (compact, decode, both, compact, ...) with the 
            inside the timed region; each part is timed by its own thread's clock.
 The alone variants run on the same side streams, so the only difference is the overlap. Reported: the
 decode part's latency inflation when run together (decode in both / decode alone), the compaction
-bandwidth lost (1 - compact alone / compact in both), and the physical bound:
+bandwidth lost (1 - compact alone / compact in both), and the physical bound.
 
-Sanity bound (`check_bounds`): work on shared memory cannot finish faster than the longer of its two
-parts, nor faster than its bytes over the bandwidth ceiling. A `both` faster than either part alone is
-flagged (`bound_violated`), never reported as a speed-up: the seed's 903 us "compact + decode" against
-1289 us "compact alone" is that pattern.
+The sanity bound and the run's one-line judgement are runner/measure/interference_bounds.py's.
 """
 from __future__ import annotations
 
@@ -42,6 +39,7 @@ from ...core.kv_formula import kv_shape
 from ..ceilings import new_roof_rows, pct_of_roof, roof_and_peak
 from ..compaction import is_correct, make_workload, plan_for
 from ..decode_step import ModeUnavailable, describe, make_decoder
+from ..interference_bounds import BALANCE, MODES, check_bounds, summary_line
 from ..probes import MIB, cuda_free_bytes
 from ..timing import gbs, time_fn, time_interleaved
 
@@ -66,77 +64,11 @@ COMPACT_PILOT_LIVE_BYTES = {"cuda": 256 * MIB, "cpu": 8 * MIB}
 DECODE = {("cuda", False): (8, 512, 4, 5, 40), ("cuda", True): (4, 128, 2, 3, 15),
           ("cpu", False): (2, 128, 1, 1, 8), ("cpu", True): (1, 64, 1, 1, 7)}
 DECODE_MODES = {"cuda": ("graph", "static", "eager"), "cpu": ("static", "eager")}
-BALANCE = (0.5, 2.0)       # compact / decode alone must land in here
 RESIZE_OUTSIDE = (0.6, 1.6)  # the pilot's estimate is redone once outside this
-# Tolerances of the sanity bound, on medians. The copy roof is measured, not a physical limit: a kernel
-# may beat it by a little. Perfect overlap puts `both` at the longer part's time, so noise may land it a
-# little below: up to MAX_TOLERANCE is not a violation. Below bytes / theoretical peak always is.
-ROOF_SLACK = 0.9
-MAX_TOLERANCE = 0.05
-MODES = ("compact", "decode", "both")
 # Seconds the timed rounds may take; on a slow or shared machine the repeats shrink to fit, never below
 # MIN_REPEATS (a median of fewer is not worth storing).
 TIME_BUDGET_S = {("cuda", False): 60.0, ("cuda", True): 15.0, ("cpu", False): 10.0, ("cpu", True): 3.0}
 MIN_REPEATS = 5
-
-
-def check_bounds(times: dict[str, dict], bytes_moved: dict[str, int], roof_gbs: float | None,
-                 peak_gbs: float | None = None) -> dict[str, dict]:
-    """Per mode: the lower bound on its time (ms), whether the measurement violates it, and why.
-
-    `both` must take at least as long as the longer part alone (median within MAX_TOLERANCE below it) and
-    at least its bytes over the bandwidth ceiling (ROOF_SLACK: a measured ceiling is not a hard limit).
-    The ceiling is the copy roof, or the faster part's own GB/s when that beat the roof (on a CPU a
-    gather can outrun a memcpy roof: cache hits, no write-allocate reads), so the bound never rests on
-    a roof the workload itself disproved. Any mode faster than its bytes over the theoretical peak is
-    impossible outright. The alone modes get no roof bound of their own: their share of the roof is
-    reported, not judged. `times[mode]` has median_ms (p25/p75 are ignored: on a noisy machine a wide
-    spread must not hide a median that breaks the bound)."""
-    alone_gbs = [bytes_moved[m] / (times[m]["median_ms"] * 1e6) for m in MODES[:2] if times[m]["median_ms"] > 0]
-    ceiling_gbs = max([roof_gbs, *alone_gbs]) if roof_gbs else None
-    out = {}
-    for mode in MODES:
-        t, b = times[mode]["median_ms"], bytes_moved[mode]
-        notes = []
-        bound = b / (roof_gbs * 1e6) if roof_gbs else None
-        if peak_gbs and t < b / (peak_gbs * 1e6):
-            notes.append(f"faster than its bytes over the theoretical peak ({b / (peak_gbs * 1e6):.3f} ms)")
-        if mode == "both":
-            slower = max(MODES[:2], key=lambda m: times[m]["median_ms"])
-            longer = times[slower]["median_ms"]
-            floor = b / (ceiling_gbs * 1e6) if ceiling_gbs else 0.0
-            bound = max(longer, floor)
-            if t < (1 - MAX_TOLERANCE) * longer:
-                notes.append(f"faster than {slower} alone ({longer:.3f} ms)")
-            if t < ROOF_SLACK * floor:
-                notes.append(f"faster than its bytes over the bandwidth ceiling "
-                             f"({floor:.3f} ms at {ceiling_gbs:.1f} GB/s)")
-        out[mode] = {"bound_ms": bound, "bound_violated": bool(notes), "bound_note": "; ".join(notes) or None}
-    return out
-
-
-def summary_line(compact_ms: float, decode_ms: float, both_ms: float, both_bound: dict, shared: dict) -> str:
-    """The run's one-line summary, judged as the findings judge it (analysis/queries/headline_interference.sql):
-    a timing below the sanity bound is a measurement error, and contention figures outside what running
-    together can do (bandwidth lost below 0 or above 100%, decode faster together) are too noisy to say;
-    neither is printed as a result."""
-    c, d, b = compact_ms, decode_ms, both_ms
-    head = (f"interference ({shared['concurrency']}, decode {shared['decode_mode']}): compact {c:.3f} ms, "
-            f"decode {d:.3f} ms (balance {shared['balance_ratio']:.2f}x"
-            f"{'' if shared['balanced'] else ', OUTSIDE 0.5-2x'}), both {b:.3f} ms")
-    if both_bound["bound_violated"]:
-        return (f"{head}: below the sanity bound ({both_bound['bound_note']}), flagged as a measurement error, "
-                "not a speed-up; no contention figures from it")
-    inflation, lost = shared["decode_inflation"], shared["compact_bw_lost"]
-    head += f" ({b / max(c, d):.2f}x the longer alone, {b / (c + d):.2f}x their sum)"
-    if inflation is None or lost is None:
-        return head
-    if not shared["balanced"]:
-        return f"{head}; the parts were not balanced, so this run cannot show contention"
-    figures = f"decode inflated {inflation:.2f}x, compaction bandwidth lost {lost:.0%}"
-    if lost < 0 or lost > 1 or inflation < 1 - MAX_TOLERANCE:
-        return f"{head}; contention too noisy to say ({figures}: outside what running together can do)"
-    return f"{head}; {figures} when run together"
 
 
 def gpu_sizing(step_ms: float, gather_ms_per_live_byte: float, free_bytes: int, max_steps: int) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Iteration 3 (pressure): how many concurrent requests fit, filled with real prefills up to the ceiling.
+"""Pressure: how many concurrent requests fit, filled with real prefills up to the ceiling.
 
 Each request is a prefill of ctx.model whose cache is kept alive, as a server keeps a live request's KV;
 on a GPU requests are prefilled PREFILL_BATCH at a time (one cache holding k requests) so the fill
