@@ -123,8 +123,9 @@ class AuditRequest:
             fix("gpu_hour_price", _number("--gpu-hour-price", self.gpu_hour_price, low=0, high=_MAX_USD,
                                                           unit="USD per GPU-hour"))
         fix("memory_limit", _memory_limit(self.memory_limit))
+        gpu_bytes: float
         try:
-            gpu_bytes = gpu_memory(self.gpu).bytes
+            gpu_bytes = gpu_memory(self.gpu).bytes or 0
         except OverflowError:  # a size of hundreds of digits
             gpu_bytes = math.inf
         if gpu_bytes > _MAX_MEMORY:

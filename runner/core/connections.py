@@ -27,7 +27,7 @@ def connect(path: str | os.PathLike = ":memory:", read_only: bool = False, seale
     that only reads): no file but the DB and the folders in `writable`, configuration locked
     (untrusted.seal). A DB file's connection holds at most FILE_MEMORY_LIMIT and spills beyond it into a
     folder of its own inside this process's scratch folder (removed at exit), never beside the user's DB."""
-    config = dict(NO_EXTENSIONS)
+    config: dict[str, str | bool | int | float | list[str]] = dict(NO_EXTENSIONS)
     if str(path) != ":memory:":
         config.update(memory_limit=FILE_MEMORY_LIMIT, temp_directory=_spill_folder(path))
     con = duckdb.connect(str(path), read_only=read_only, config=config)
