@@ -112,3 +112,24 @@ def test_mla_layouts_agree_with_their_shapes():
                 assert layer["layout"] == "per_head", version
                 assert key[1] == heads and key[-1] == tiny["qk_nope_head_dim"] + rope, version
                 assert value[-1] == tiny["v_head_dim"], version
+
+
+def _readme_section(title: str) -> str:
+    text = (CATALOGUE / "README.md").read_text()
+    start = text.index(title)
+    end = text.find("\n## ", start + len(title))
+    return text[start:] if end < 0 else text[start:end]
+
+
+def test_readme_lists_every_entry_and_waits_for_none_of_them():
+    """The catalogue README's table has one row per entry, and its "Waiting" list names no model the catalogue
+    holds (a model added from a new source leaves that list)."""
+    names = {p.stem for p in MODELS}
+    table = {line.split("|")[1].strip() for line in (CATALOGUE / "README.md").read_text().splitlines()
+             if line.startswith("| ") and "retrieved" in line}
+    assert table == names
+    waiting = _readme_section("## Waiting")
+    bullets = [line[2:].split(":")[0] for line in waiting.splitlines() if line.startswith("- ")]
+    assert bullets
+    waiting_names = {n.strip() for b in bullets for n in re.split(r",| and ", re.sub(r"\([^)]*\)", "", b))}
+    assert not waiting_names & names, waiting_names & names
