@@ -45,6 +45,19 @@ VERSION_DIFFERENCES = {
     ("mimo-v2-flash", "5.17.0"): "transformers 5.17 keeps sliding_window_size - 1 tokens in MiMo's sliding "
                                  "layers; 5.24 (the facts) one more",
 }
+# Catalogue models transformers cannot run as a replica, measured with transformers 5.25.0 (CPU torch 2.13): the
+# test is expected to fail with that error (strict on the release measured, so a fix there is noticed).
+REPLICA_MEASURED_ON = "5.25.0"
+_QWEN3_VL = ("AutoModelForCausalLM has no class for {cls} (the language model of a Qwen3-VL config): no causal-LM "
+             "replica can be built from it")
+REPLICA_NOT_BUILT = {
+    **{name: (ValueError, _QWEN3_VL.format(cls="Qwen3VLTextConfig"))
+       for name in ("qwen3-vl-2b", "qwen3-vl-4b", "qwen3-vl-8b", "qwen3-vl-32b")},
+    **{name: (ValueError, _QWEN3_VL.format(cls="Qwen3VLMoeTextConfig"))
+       for name in ("qwen3-vl-30b-a3b", "qwen3-vl-235b-a22b")},
+    "nemotron-3-ultra-550b-a55b": (RuntimeError, "the published time_step_limit [0.0, 1e308] overflows float32 in "
+                                                 "the Mamba-2 scan's torch.clamp(dt, max=dt_limit[1])"),
+}
 # Architectures whose MLA layout per release the facts pinned (read in deepseek_v3's source); the sparse
 # attention ones (deepseek_v32, glm_moe_dsa) cache per-head K/V in 5.17 and the latent in 5.24: measured.
 PINNED_MLA = ("deepseek_v3", "deepseek_v2", "kimi_k2")
@@ -82,6 +95,10 @@ def test_catalogue_replica_matches_facts_per_layer(name, request):
     known = VERSION_DIFFERENCES.get((name, transformers.__version__))
     if known:
         request.applymarker(pytest.mark.xfail(reason=known, strict=True))
+    if name in REPLICA_NOT_BUILT:
+        error, why = REPLICA_NOT_BUILT[name]
+        request.applymarker(pytest.mark.xfail(reason=f"transformers {REPLICA_MEASURED_ON}: {why}", raises=error,
+                                              strict=transformers.__version__ == REPLICA_MEASURED_ON))
     try:
         loaded = load_model(name, CPU, torch.float32, budget_bytes=BUDGET, force_replica="per_kind")
     except ModelError as exc:  # an older transformers (the GPU image's) may not know a 2026 architecture

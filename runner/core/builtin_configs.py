@@ -40,14 +40,6 @@ BUILTIN: dict[str, tuple[str, dict]] = {
         hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
         num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, tie_word_embeddings=True,
         rms_norm_eps=1e-6, rope_theta=1000000.0, use_sliding_window=False, sliding_window=32768)),
-    # Qwen/Qwen2.5-7B: no page of the repository is held; only fine-tunes of it and of Qwen2.5-7B-Instruct. Two
-    # that look built on the base model (TIGER-Lab/ScholarCopilot-v1, "_name_or_path": "~/models/Qwen2.5-7B";
-    # ksh1119/qwen2.5_7b_kor_cp_it) carry max_position_embeddings 131072, not the 32768 below, while fine-tunes
-    # of the Instruct model carry 32768: unconfirmed until the published file is read.
-    "qwen2.5-7b": ("Qwen2Config", dict(
-        hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-        num_key_value_heads=4, vocab_size=152064, max_position_embeddings=32768, tie_word_embeddings=False,
-        rms_norm_eps=1e-6, rope_theta=1000000.0, use_sliding_window=False, sliding_window=131072)),
 }
 LEGACY_MODEL_TYPES = {"GPT2Config": "gpt2", "LlamaConfig": "llama", "MistralConfig": "mistral",
                        "Qwen2Config": "qwen2"}
