@@ -40,9 +40,12 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_atten
             moe_shared_expert_intermediate_size=32, intermediate_size_mlp=64, hidden_size_per_layer_input=8,
             vocab_size_per_layer_input=128, ffn_hidden_size=64, n_inner=64, kv_channels=16, d_ff=64, d_kv=16,
             num_decoder_layers=2, image_size=32, patch_size=8, sliding_window_size=8, attention_window_size=8,
-            layers_block_type=None)
+            n_group=1, topk_group=1, layers_block_type=None)
 # Fields dropped from TINY where the class derives them: a None there would hide the derived value.
 _NONE_IS_DEFAULT = {"layers_block_type"}
+# Families whose config classes check a relation TINY breaks (each class's validate_architecture).
+FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1}, "dots1": {"n_shared_experts": 1},
+               "kolibri1_1": {"index_num_heads": 1}}
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config", "speech_config",
                "perceiver_config", "vq_config", "depth_decoder_config", "backbone_config")
 
@@ -63,13 +66,33 @@ def _tensor_bytes(obj, seen: set, depth: int = 0) -> int:
     return 0
 
 
+def _layers_of(defaults: dict) -> int | None:
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if isinstance(defaults.get(key), int):
+            return defaults[key]
+    return None
+
+
 def _tiny_overrides(defaults: dict) -> dict:
-    """TINY's fields that the config (or one of its sub-configs, recursively) has."""
+    """TINY's fields that the config (or one of its sub-configs, recursively) has. A config whose defaults list
+    something per layer (layer_types, a sparsity pattern) keeps the first 8 layers of each such list, so its
+    pattern (a full layer among sliding ones, an indexer layer) survives; per_layer_config keeps those layers."""
     out = {k: v for k, v in TINY.items() if k in defaults and k not in _NONE_IS_DEFAULT}
+    if "qk_rope_head_dim" in defaults and "head_dim" in defaults:  # MLA: head_dim is the rotary part
+        out["head_dim"] = TINY["qk_rope_head_dim"]
+    if "rotary_dim" in defaults and defaults["rotary_dim"]:
+        out["rotary_dim"] = 8
+    n = _layers_of(defaults)
+    per_layer = {k: v for k, v in defaults.items() if isinstance(v, list) and n and len(v) == n and n > 8}
+    if per_layer:
+        for key in ("num_hidden_layers", "n_layer", "num_layers"):
+            if key in defaults:
+                out[key] = 8
+        out.update({k: v[:8] for k, v in per_layer.items()})
     for key in SUB_CONFIGS:
         sub = defaults.get(key)
-        if isinstance(sub, dict):
-            out[key] = {**sub, **_tiny_overrides(sub)}
+        if isinstance(sub, dict):  # per_layer_config is derived again from the fields it overrides
+            out[key] = {**{k: v for k, v in sub.items() if k != "per_layer_config"}, **_tiny_overrides(sub)}
     return out
 
 
@@ -77,7 +100,7 @@ def tiny_config(model_type: str):
     from transformers import CONFIG_MAPPING
     cls = CONFIG_MAPPING[model_type]
     defaults = cls().to_dict()
-    return cls(**_tiny_overrides(defaults))
+    return cls(**{**_tiny_overrides(defaults), **FAMILY_TINY.get(model_type, {})})
 
 
 def measure_one(model_type: str) -> dict:
