@@ -71,10 +71,13 @@ class FullAttentionSpec(CacheSpec):
     head_dim: int
     head_dim_v: int | None = None       # None: same as head_dim
     engine_kv_heads: int | None = None  # where an engine keeps fewer heads than transformers (Falcon-40B)
+    # an "indexed_attention" layer (cache_utils.DynamicIndexedLayer) also keeps one index_head_dim indexer key
+    # per token, counted with the keys
+    indexer_head_dim: int = 0
 
     @property
     def k_per_token(self) -> int:
-        return self.num_kv_heads * self.head_dim
+        return self.num_kv_heads * self.head_dim + self.indexer_head_dim
 
     @property
     def v_per_token(self) -> int:
@@ -85,7 +88,8 @@ class FullAttentionSpec(CacheSpec):
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
         heads = kv_heads_per_rank(self.engine_kv_heads or self.num_kv_heads, tp)
-        page = BLOCK_TOKENS * heads * (self.head_dim + (self.head_dim_v or self.head_dim)) * dtype_bytes(dtype)
+        page = BLOCK_TOKENS * (heads * (self.head_dim + (self.head_dim_v or self.head_dim)) + self.indexer_head_dim) \
+            * dtype_bytes(dtype)
         return self.engine_pages(seq_len) * page
 
 
