@@ -104,7 +104,7 @@ def tiny_config(model_type: str):
 
 
 def measure_one(model_type: str) -> dict:
-    """The measurement record of one family: {"model_type", "status": measured | no_build | no_cache,
+    """The measurement record of one family: {"model_type", "status": measured | no_build,
     "config": the JSON save_pretrained writes, "held": {seq: bytes}, "detail"}."""
     warnings.filterwarnings("ignore")
     import torch
@@ -129,11 +129,12 @@ def measure_one(model_type: str) -> dict:
             return {**record, "status": "no_build", "detail": f"prefill: {_short(exc)}"}
         cache = getattr(out, "past_key_values", None)
         if cache is None:
-            cache = getattr(out, "cache_params", None) or getattr(out, "cache", None)
+            cache = getattr(out, "cache_params", None) or getattr(out, "cache", None) or getattr(out, "state", None)
+        # no cache returned: nothing held (exact where the facts say so, status no_cache where they do not)
+        held[seq] = _tensor_bytes(cache, set()) if cache is not None else 0
         if cache is None:
-            return {**record, "status": "no_cache", "detail": f"the prefill returned no cache ({type(out).__name__})"}
-        held[seq] = _tensor_bytes(cache, set())
-    return {**record, "status": "measured", "held": held, "detail": ""}
+            record["detail"] = f"the prefill returned no cache ({type(out).__name__})"
+    return {"detail": "", **record, "status": "measured", "held": held}
 
 
 def _short(exc: BaseException) -> str:
@@ -155,6 +156,8 @@ def compare(record: dict) -> tuple[str, str, str]:
     for seq, held in sorted((int(s), b) for s, b in record["held"].items()):
         want = facts.cache_bytes(seq, 1, "float32")
         if held != want:
+            if not held and record.get("detail"):
+                return "no_cache", f"{record['detail']}; facts say {want} B", kinds
             return "wrong", f"seq {seq}: cache holds {held} B, facts say {want} B ({facts.rules})", kinds
     return "exact", facts.rules, kinds
 

@@ -3,15 +3,20 @@ the function that reads it."""
 from __future__ import annotations
 
 from .deepseek import deepseek
+from .encoder import ENCODER_ONLY, encoder_only
 from .falcon import falcon
 from .gemma import gemma3_text, gemma4_text
 from .gpt2 import gpt2
+from .gpt_bigcode import gpt_bigcode
+from .gpt_neo import gpt_neo
 from .gpt_oss import gpt_oss
 from .jamba import jamba
 from .llama import llama_like
 from .llama4 import llama4_text
 from .mamba import mamba, mamba2
 from .mimo import mimo_v2_flash
+from .minimax import minimax
+from .mllama import mllama_text
 from .nemotron_h import nemotron_h
 from .qwen3_next import qwen3_next
 
@@ -22,9 +27,10 @@ FAMILIES = {
     "kimi_k2": deepseek, "deepseek_v32": deepseek, "glm_moe_dsa": deepseek, "qwen3_next": qwen3_next,
     "jamba": jamba, "nemotron_h": nemotron_h, "gemma4_text": gemma4_text, "mimo_v2_flash": mimo_v2_flash,
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
-    "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2,
+    "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
+    "mllama_text_model": mllama_text, "minimax": minimax, **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
 WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
-            "qwen3_5_moe": "qwen3_5_moe_text"}
+            "qwen3_5_moe": "qwen3_5_moe_text", "mllama": "mllama_text_model"}
 SUPPORTED = tuple(sorted(set(FAMILIES) | set(WRAPPERS)))
