@@ -25,9 +25,9 @@ from collections import Counter
 
 SEQS = (5, 12)  # below and above the 8-token windows and chunks
 STATUSES = ("exact", "wrong", "refused", "no_build", "no_cache")
-TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
             head_dim=16, vocab_size=128, sliding_window=8, attention_chunk_size=8, max_position_embeddings=256,
-            n_layer=4, n_head=4, n_embd=64, d_model=64, num_layers=4, num_heads=4, n_positions=256,
+            n_layer=8, n_head=4, n_embd=64, d_model=64, num_layers=8, num_heads=4, n_positions=256,
             moe_intermediate_size=32, num_experts=4, num_local_experts=4, n_routed_experts=4, num_experts_per_tok=2,
             state_size=8, ssm_state_size=8, chunk_size=8, kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=8,
             qk_nope_head_dim=8, v_head_dim=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
@@ -40,12 +40,18 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_atten
             moe_shared_expert_intermediate_size=32, intermediate_size_mlp=64, hidden_size_per_layer_input=8,
             vocab_size_per_layer_input=128, ffn_hidden_size=64, n_inner=64, kv_channels=16, d_ff=64, d_kv=16,
             num_decoder_layers=2, image_size=32, patch_size=8, sliding_window_size=8, attention_window_size=8,
-            n_group=1, topk_group=1, layers_block_type=None)
+            n_group=1, topk_group=1, num_expert_group=1, num_experts_per_token=2, mamba_n_heads=4, mamba_d_head=32,
+            mamba_d_ssm=32, layers_block_type=None)
 # Fields dropped from TINY where the class derives them: a None there would hide the derived value.
 _NONE_IS_DEFAULT = {"layers_block_type"}
 # Families whose config classes check a relation TINY breaks (each class's validate_architecture).
 FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1}, "dots1": {"n_shared_experts": 1},
-               "kolibri1_1": {"index_num_heads": 1}}
+               "kolibri1_1": {"index_num_heads": 1}, "mamba2": {"head_dim": 32},
+               # hybrids whose defaults at 8 layers have no attention layer, which transformers cannot run
+               "bamba": {"attn_layer_indices": [1, 5]},
+               "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 4},
+               "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 4},
+               "gpt_neo": {"attention_types": [[["global", "local"], 4]]}}
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config", "speech_config",
                "perceiver_config", "vq_config", "depth_decoder_config", "backbone_config")
 
