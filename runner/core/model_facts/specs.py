@@ -202,6 +202,22 @@ class LinearAttentionStateSpec(_StateSpec):
 
 
 @dataclass(frozen=True)
+class ShortConvStateSpec(CacheSpec):
+    """LFM2's short-conv layers (models/lfm2/modeling_lfm2.py, Lfm2ShortConv, transformers 5.25.0): a conv
+    state of [hidden_size, conv_L_cache] in the model dtype (cache_utils.LinearAttentionLayer.update_conv_state
+    pads the prefill to the kernel and keeps its last conv_L_cache columns), no recurrent state."""
+    kind: ClassVar[str] = "conv_state"
+    conv_dim: int
+    conv_kernel: int
+
+    def state_elements(self):
+        return (("conv", self.conv_dim * self.conv_kernel, None),)
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return cdiv(self.conv_dim, tp) * (self.conv_kernel - 1) * dtype_bytes(dtype)  # vLLM's conv state: kernel-1
+
+
+@dataclass(frozen=True)
 class MambaStateSpec(_StateSpec):
     kind: ClassVar[str] = "mamba_state"
 

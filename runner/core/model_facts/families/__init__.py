@@ -14,6 +14,7 @@ from .jamba import jamba
 from .llama import llama_like
 from .llama4 import llama4_text
 from .mamba import mamba, mamba2
+from .mamba2_hybrid import mamba2_hybrid
 from .mimo import mimo_v2_flash
 from .minimax import minimax
 from .mllama import mllama_text
@@ -28,7 +29,8 @@ FAMILIES = {
     "jamba": jamba, "nemotron_h": nemotron_h, "gemma4_text": gemma4_text, "mimo_v2_flash": mimo_v2_flash,
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
-    "mllama_text_model": mllama_text, "minimax": minimax, **dict.fromkeys(ENCODER_ONLY, encoder_only),
+    "mllama_text_model": mllama_text, "minimax": minimax,
+    "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid, **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
 WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",

@@ -14,6 +14,7 @@ DynamicCache(config=...) in transformers 5.24):
 - MLA where the config has kv_lora_rank (DeepSeek-V2's fields: the latent and the rotary key, one head);
 - "indexed_attention" layers (cache_utils.DynamicIndexedLayer) add one index_head_dim indexer key per token;
 - "linear_attention" layers with Qwen3-Next's gated delta-net fields (linear_num_key_heads ...);
+- "conv" layers: LFM2's short conv, a [hidden_size, conv_L_cache] state;
 - num_kv_shared_layers: the last layers reuse an earlier layer's cache and hold none (Gemma 3n);
 - sliding_window 0 means no window; intermediate_size may be one per layer (weights only).
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import Built, ConfigReader, attention_spec, generic_layer_types, layer_types_from
 from ..params import attn_params, embed_params, mlp_params
-from ..specs import LayerCache, LinearAttentionStateSpec, MLALatentSpec, MLAPerHeadSpec
+from ..specs import LayerCache, LinearAttentionStateSpec, MLALatentSpec, MLAPerHeadSpec, ShortConvStateSpec
 
 # attribute_map aliases of transformers 5.24's causal-LM config classes (each class's `attribute_map`,
 # collected over transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES): the name a
@@ -81,6 +82,16 @@ def _linear_state(c: ConfigReader, i: int) -> LayerCache:
     return (LinearAttentionStateSpec(conv_dim, kernel, (v_heads, k_dim, v_dim)),)
 
 
+def _short_conv(c: ConfigReader, i: int, h: int | None) -> LayerCache:
+    """An LFM2 short-conv layer ("conv"): a [hidden_size, conv_L_cache] conv state (specs.ShortConvStateSpec)."""
+    kernel = c.raw.get("conv_L_cache")
+    if kernel is None or h is None:
+        raise ModelFactsError(f"{c.where}: layer {i} is 'conv' but config field "
+                              f"{'conv_L_cache' if kernel is None else 'hidden_size'!r} is missing "
+                              f"(model_type {c.model_type}, read generically)")
+    return (ShortConvStateSpec(h, c._int("conv_L_cache", kernel)),)
+
+
 def _mla(c: ConfigReader, n_heads: int, indexer: int) -> tuple[LayerCache, LayerCache]:
     """An MLA layer (a config with kv_lora_rank, DeepSeek-V2's fields): the latent layout and the per-head one."""
     rank, rope = c._int("kv_lora_rank", c.raw["kv_lora_rank"]), _int_field(c, "qk_rope_head_dim")
@@ -118,8 +129,8 @@ def generic(c: ConfigReader) -> Built:
             layers.append(())
             per_head_layers.append(())
             continue
-        if layer_type == "linear_attention":
-            layers.append(_linear_state(c, i))
+        if layer_type in ("linear_attention", "conv"):
+            layers.append(_linear_state(c, i) if layer_type == "linear_attention" else _short_conv(c, i, h))
             per_head_layers.append(layers[-1])
             continue
         indexed = layer_type == "indexed_attention"
