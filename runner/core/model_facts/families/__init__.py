@@ -30,7 +30,8 @@ FAMILIES = {
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
     "mllama_text_model": mllama_text, "minimax": minimax,
-    "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid, **dict.fromkeys(ENCODER_ONLY, encoder_only),
+    "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
+    **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
 # Multimodal wrappers whose language model sits under text_config, and its model_type when not given there.
 WRAPPERS = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
