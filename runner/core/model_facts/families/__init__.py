@@ -13,6 +13,7 @@ from .gpt_oss import gpt_oss
 from .jamba import jamba
 from .llama import llama_like
 from .llama4 import llama4_text
+from .longcat import longcat_flash
 from .mamba import mamba, mamba2
 from .mamba2_hybrid import mamba2_hybrid
 from .mimo import mimo_v2_flash
@@ -29,7 +30,7 @@ FAMILIES = {
     "jamba": jamba, "nemotron_h": nemotron_h, "gemma4_text": gemma4_text, "mimo_v2_flash": mimo_v2_flash,
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
-    "mllama_text_model": mllama_text, "minimax": minimax,
+    "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }

@@ -119,6 +119,9 @@ def generic(c: ConfigReader) -> Built:
     # (configuration_gemma3n.Gemma3nTextConfig.kv_sharing_modes -> "reuse" -> cache_utils.DummyLayer)
     first_shared = n_layers - (_int_field(c, "num_kv_shared_layers") or 0)
     mla = c.raw.get("kv_lora_rank") is not None
+    # indexer_types: a "shared" layer reuses the previous layer's top-k and runs no indexer, so caches no
+    # indexer key (transformers 5.25.0 models/hy_v4/modeling_hy_v4.py: `self.indexer = None if self.skip_topk`)
+    index_types = c.raw.get("indexer_types")
     layers: list[LayerCache] = []
     per_head_layers: list[LayerCache] = []
     params = 0
@@ -142,7 +145,7 @@ def generic(c: ConfigReader) -> Built:
             raise ModelFactsError(f"{c.where}: config field 'num_attention_heads' is missing (model_type "
                                   f"{c.model_type}, read generically: no family rules)")
         indexer = 0
-        if indexed:
+        if indexed and not (isinstance(index_types, list) and i < len(index_types) and index_types[i] == "shared"):
             indexer = _int_field(c, "index_head_dim", over) or 0
             if not indexer:
                 raise ModelFactsError(f"{c.where}: layer {i} is 'indexed_attention' but config field "
