@@ -86,6 +86,8 @@ def _tiny_overrides(defaults: dict) -> dict:
     out = {k: v for k, v in TINY.items() if k in defaults and k not in _NONE_IS_DEFAULT}
     if "qk_rope_head_dim" in defaults and "head_dim" in defaults:  # MLA: head_dim is the rotary part
         out["head_dim"] = TINY["qk_rope_head_dim"]
+    if "kv_lora_rank" in defaults and "num_key_value_heads" in defaults:  # MLA: every head has its K/V
+        out["num_key_value_heads"] = TINY["num_attention_heads"]
     if "rotary_dim" in defaults and defaults["rotary_dim"]:
         out["rotary_dim"] = 8
     n = _layers_of(defaults)
