@@ -218,6 +218,21 @@ class ShortConvStateSpec(CacheSpec):
 
 
 @dataclass(frozen=True)
+class RWKVStateSpec(CacheSpec):
+    """RWKV-4's per-layer state (models/rwkv/modeling_rwkv.py, RwkvModel.forward, transformers 5.25.0): five
+    [batch, hidden_size, layers] tensors, the two token shifts in the model dtype and the three WKV numerator,
+    denominator and max in float32; one hidden_size slice of each per layer."""
+    kind: ClassVar[str] = "rwkv_state"
+    hidden_size: int
+
+    def state_elements(self):
+        return (("shifts", 2 * self.hidden_size, None), ("wkv", 3 * self.hidden_size, "float32"))
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return 5 * cdiv(self.hidden_size, tp) * dtype_bytes(dtype)  # not a vLLM v1 spec: the state, model dtype
+
+
+@dataclass(frozen=True)
 class MambaStateSpec(_StateSpec):
     kind: ClassVar[str] = "mamba_state"
 

@@ -21,6 +21,8 @@ from .minimax import minimax
 from .mllama import mllama_text
 from .nemotron_h import nemotron_h
 from .qwen3_next import qwen3_next
+from .rwkv import rwkv
+from .zamba import zamba
 
 FAMILIES = {
     "gpt2": gpt2, "llama": llama_like, "mistral": llama_like, "qwen2": llama_like, "qwen3": llama_like,
@@ -30,7 +32,8 @@ FAMILIES = {
     "jamba": jamba, "nemotron_h": nemotron_h, "gemma4_text": gemma4_text, "mimo_v2_flash": mimo_v2_flash,
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
-    "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash,
+    "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
+    "zamba": zamba, "zamba2": zamba,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
