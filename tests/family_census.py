@@ -51,7 +51,8 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1}, "dots1": {"n_shared_experts":
                "bamba": {"attn_layer_indices": [1, 5]},
                "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 4},
                "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 4},
-               "gpt_neo": {"attention_types": [[["global", "local"], 4]]}, "gemma3n_text": {"num_kv_shared_layers": 2}}
+               "gpt_neo": {"attention_types": [[["global", "local"], 4]]}, "gemma3n_text": {"num_kv_shared_layers": 2},
+               "xmod": {"default_language": "en_XX"}}
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config", "speech_config",
                "perceiver_config", "vq_config", "depth_decoder_config", "backbone_config")
 
