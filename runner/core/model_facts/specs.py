@@ -86,6 +86,12 @@ class FullAttentionSpec(CacheSpec):
     def engine_pages(self, seq_len: int) -> int:
         return cdiv(seq_len, BLOCK_TOKENS)
 
+    def describe(self) -> dict:
+        out = super().describe()
+        if not self.indexer_head_dim:  # only indexed layers name it: the groups of other models read as before
+            out.pop("indexer_head_dim")
+        return out
+
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
         heads = kv_heads_per_rank(self.engine_kv_heads or self.num_kv_heads, tp)
         page = BLOCK_TOKENS * (heads * (self.head_dim + (self.head_dim_v or self.head_dim)) + self.indexer_head_dim) \
