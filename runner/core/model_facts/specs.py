@@ -74,22 +74,28 @@ class FullAttentionSpec(CacheSpec):
     # an "indexed_attention" layer (cache_utils.DynamicIndexedLayer) also keeps one index_head_dim indexer key
     # per token, counted with the keys
     indexer_head_dim: int = 0
+    # tokens the model itself puts ahead of every prompt and caches with it (CPM-Ant's prompt_length)
+    prefix_tokens: int = 0
 
     @property
     def k_per_token(self) -> int:
         return self.num_kv_heads * self.head_dim + self.indexer_head_dim
+
+    def tokens_held(self, seq_len: int) -> int:
+        return super().tokens_held(seq_len + self.prefix_tokens)
 
     @property
     def v_per_token(self) -> int:
         return self.num_kv_heads * (self.head_dim_v or self.head_dim)
 
     def engine_pages(self, seq_len: int) -> int:
-        return cdiv(seq_len, BLOCK_TOKENS)
+        return cdiv(seq_len + self.prefix_tokens, BLOCK_TOKENS)
 
     def describe(self) -> dict:
         out = super().describe()
-        if not self.indexer_head_dim:  # only indexed layers name it: the groups of other models read as before
-            out.pop("indexer_head_dim")
+        for key in ("indexer_head_dim", "prefix_tokens"):  # named only where set: other groups read as before
+            if not out[key]:
+                out.pop(key)
         return out
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:

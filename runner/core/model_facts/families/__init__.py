@@ -2,6 +2,7 @@
 the function that reads it."""
 from __future__ import annotations
 
+from .cpmant import cpmant
 from .deepseek import deepseek
 from .encoder import ENCODER_ONLY, encoder_only
 from .falcon import falcon
@@ -33,7 +34,7 @@ FAMILIES = {
     "mixtral": llama_like, "minimax_m2": llama_like, "qwen3_5_text": qwen3_next, "qwen3_5_moe_text": qwen3_next,
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
     "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
-    "zamba": zamba, "zamba2": zamba,
+    "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
