@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import LEGACY_LAYER_TYPES, Built, ConfigReader, kv_heads
 from ..params import attn_params, embed_params, mlp_params
-from ..specs import FullAttentionSpec, MambaStateSpec
+from ..specs import FullAttentionSpec, LayerCache, MambaStateSpec
 
 
 def _mamba2_state(c: ConfigReader, h: int, d_ssm: bool) -> MambaStateSpec:
@@ -39,6 +39,7 @@ def mamba2_hybrid(c: ConfigReader) -> Built:
     hd = c._int("head_dim", hd)
     mamba = _mamba2_state(c, h, d_ssm=mt == "falcon_h1")
     attention = FullAttentionSpec(n_kv, hd)
+    layers: list[LayerCache]
     if mt == "falcon_h1":
         layers = [(attention, mamba)] * n_layers
     else:
