@@ -21,7 +21,7 @@ def test_an_unknown_family_with_the_standard_fields_is_read_generically():
     assert f.rules == "generic" and any(n.startswith("rules: generic") for n in f.notes)
     assert f.bytes_per_token("bfloat16") == 16 * 2 * 4 * 128 * 2
     assert facts_from_config(LLAMA).rules == "family"
-    assert facts_from_config({**OLMO2, "model_type": "data2vec-text"}).rules == "generic"  # dashes are fine
+    assert facts_from_config({**OLMO2, "model_type": "newfam-v2.1"}).rules == "generic"  # dashes, dots are fine
     with pytest.raises(ModelFactsError, match="'model_type' is 'x y<', not a model type name"):
         facts_from_config({**OLMO2, "model_type": "x y<"})
 
@@ -42,7 +42,10 @@ def test_the_generic_reading_follows_layer_types_windows_aliases_and_per_layer_o
     ({"model_type": "newfam", "hidden_size": 64, "num_attention_heads": 4}, "'num_hidden_layers' is missing"),
     ({"model_type": "newfam", "num_hidden_layers": 2, "hidden_size": 64}, "'num_attention_heads' is missing"),
     ({"model_type": "newfam", "num_hidden_layers": 2, "num_attention_heads": 4}, "'head_dim' and 'hidden_size'"),
-    ({**OLMO2, "layer_types": ["linear_attention"] * 16}, "layer type 'linear_attention' \\(layer 0\\)"),
+    ({**OLMO2, "layer_types": ["mystery_attention"] * 16}, "layer type 'mystery_attention' \\(layer 0\\)"),
+    ({**OLMO2, "layer_types": ["linear_attention"] * 16}, "layer 0 is 'linear_attention' but config field "
+                                                           "'linear_num_key_heads' is missing"),
+    ({**OLMO2, "layer_types": ["conv"] * 16}, "layer 0 is 'conv' but config field 'conv_L_cache' is missing"),
 ])
 def test_an_unknown_family_without_them_is_refused_naming_the_field(raw, needle):
     with pytest.raises(ModelFactsError, match="x/config.json: .*" + needle):
@@ -63,7 +66,7 @@ def test_gemma4_as_transformers_saves_it_reads_per_layer_config():
 @pytest.mark.parametrize("field,value", [
     ("num_attention_heads", 0), ("head_dim", -128), ("num_hidden_layers", 1e300), ("num_hidden_layers", 10**9),
     ("num_hidden_layers", "many"), ("num_key_value_heads", 3), ("hidden_size", math.inf), ("hidden_size", math.nan),
-    ("sliding_window", 0), ("vocab_size", [1]), ("layer_types", "full_attention"), ("attention_bias", "yes"),
+    ("sliding_window", -1), ("vocab_size", [1]), ("layer_types", "full_attention"), ("attention_bias", "yes"),
     ("hidden_size", 2), ("per_layer_config", {"1": {"head_dim": -1}}),
 ])
 def test_hostile_field_values_are_refused_naming_the_field(field, value):
@@ -163,3 +166,11 @@ def test_a_config_nested_too_deep_is_one_line_naming_the_file(tmp_path, levels):
     assert f"nested deeper than {cfg.MAX_DEPTH} levels" in one_clear_line(r) and "config.json" in r.stderr
     path.write_text(json.dumps(_nested(cfg.MAX_DEPTH)))
     assert cli_in_process("models", path).returncode == 0
+
+
+def test_a_sliding_window_of_0_means_no_window():
+    """Qwen2-MoE's __post_init__ writes sliding_window 0 when use_sliding_window is off (transformers 5.25.0
+    models/qwen2_moe/configuration_qwen2_moe.py): every layer is then full attention."""
+    facts = facts_from_config({**OLMO2, "sliding_window": 0})
+    assert {layer[0].kind for layer in facts.layers} == {"full"}
+    assert facts.cache_bytes(100, 1, "float32") == facts_from_config(OLMO2).cache_bytes(100, 1, "float32")

@@ -22,6 +22,7 @@ def test_a_member_is_its_word(member):
 
 def test_the_stored_words_are_unchanged():
     assert Verdict.GPU_PENDING == "not yet measured on a GPU" and Change.WITHIN_NOISE == "within noise"
-    assert KINDS == ("full", "sliding", "chunked", "mla_latent", "mla_per_head", "linear_state", "mamba_state", "none")
+    assert KINDS == ("full", "sliding", "chunked", "mla_latent", "mla_per_head", "linear_state", "mamba_state",
+                     "conv_state", "rwkv_state", "none")
     # the model facts keep their own tuple (they import nothing of kvreport but errors): the same words
     assert KINDS == tuple(k.value for k in CacheKind)

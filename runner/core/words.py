@@ -56,4 +56,6 @@ class CacheKind(Word):
     MLA_PER_HEAD = "mla_per_head"
     LINEAR_STATE = "linear_state"
     MAMBA_STATE = "mamba_state"
+    CONV_STATE = "conv_state"
+    RWKV_STATE = "rwkv_state"
     NONE = "none"

@@ -81,7 +81,7 @@ def kv_heads(c: ConfigReader, n_heads: int, class_default: int) -> int:
 def generic_layer_types(n_layers: int, sliding_window, chunk) -> list[str]:
     """cache_utils.get_layer_types_and_kwargs without `layer_types`: every layer sliding if the config has a
     sliding_window, else chunked if it has an attention_chunk_size, else full."""
-    kind = "sliding_attention" if sliding_window is not None else \
+    kind = "sliding_attention" if sliding_window else \
         "chunked_attention" if chunk is not None else "full_attention"
     return [kind] * n_layers
 
@@ -204,16 +204,17 @@ _POSITIVE = dict.fromkeys((
     "vocab_size", "n_inner",
     "sliding_window_pattern", "full_attention_interval", "attn_layer_period", "expert_layer_period",
     "decoder_sparse_step", "interleave_moe_layer_step", "no_rope_layer_interval", "index_topk_freq"), MAX_DIM)
-_POSITIVE.update({"num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "sliding_window": MAX_TOKENS,
+_POSITIVE.update({"num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS,
                   "sliding_window_size": MAX_TOKENS, "attention_chunk_size": MAX_TOKENS})
 _NON_NEGATIVE = dict.fromkeys((
-    "intermediate_size", "intermediate_size_mlp", "moe_intermediate_size", "shared_expert_intermediate_size",
+    "intermediate_size_mlp", "moe_intermediate_size", "shared_expert_intermediate_size",
     "moe_shared_expert_intermediate_size", "ffn_hidden_size", "moe_latent_size", "hidden_size_per_layer_input",
     "vocab_size_per_layer_input", "num_experts", "num_local_experts", "n_routed_experts", "n_shared_experts",
     "index_n_heads", "q_lora_rank", "qk_nope_head_dim", "num_ln_in_parallel_attn", "num_nextn_predict_layers",
     "first_k_dense_replace", "attn_layer_offset", "expert_layer_offset", "index_skip_topk_offset",
     "max_window_layers", "num_kv_shared_layers"), MAX_DIM)
-_NON_NEGATIVE.update({"max_position_embeddings": MAX_TOKENS, "n_positions": MAX_TOKENS})
+# sliding_window 0: no window (Qwen2-MoE's __post_init__ writes 0 when use_sliding_window is off)
+_NON_NEGATIVE.update({"max_position_embeddings": MAX_TOKENS, "n_positions": MAX_TOKENS, "sliding_window": MAX_TOKENS})
 _BOOLS = ("attention_bias", "bias", "mlp_bias", "multi_query", "new_decoder_architecture", "parallel_attn",
           "use_sliding_window", "attention_k_eq_v", "enable_moe_block", "use_double_wide_mlp", "mamba_conv_bias",
           "mamba_proj_bias", "use_conv_bias", "tie_word_embeddings", "use_bias")
@@ -252,6 +253,10 @@ def check_fields(raw: dict, where: str) -> None:
         elif key in _INT_LISTS and (not isinstance(value, list) or len(value) > MAX_LAYERS
                                     or not all(_is_int(v) and 0 <= v <= MAX_DIM for v in value)):
             raise _bad(where, key, value, f"a list of at most {MAX_LAYERS} non-negative integers")
+        elif key == "intermediate_size" and not (
+                _is_int(value) and 0 <= value <= MAX_DIM or isinstance(value, list) and len(value) <= MAX_LAYERS
+                and all(_is_int(v) and 0 <= v <= MAX_DIM for v in value)):  # one per layer in some configs
+            raise _bad(where, key, value, f"an integer from 0 to {MAX_DIM:,} or a list of them, one per layer")
         elif key == "hybrid_override_pattern" and (not isinstance(value, str) or len(value) > MAX_LAYERS):
             raise _bad(where, key, value, f"a string of at most {MAX_LAYERS} characters")
         elif key == "index_topk_pattern" and not (isinstance(value, (str, list)) and len(value) <= MAX_LAYERS):

@@ -63,7 +63,7 @@ class ModelFacts:
                 per_token += b
                 if s.cap is not None and b:
                     capped[s.cap] = capped.get(s.cap, 0) + b
-                constant += s.state_bytes(1, dtype)
+                constant += s.state_bytes(1, dtype) + getattr(s, "prefix_tokens", 0) * b
         return per_token, tuple(sorted((b, cap) for cap, b in capped.items())), constant
 
     @property

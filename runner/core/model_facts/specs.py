@@ -71,21 +71,37 @@ class FullAttentionSpec(CacheSpec):
     head_dim: int
     head_dim_v: int | None = None       # None: same as head_dim
     engine_kv_heads: int | None = None  # where an engine keeps fewer heads than transformers (Falcon-40B)
+    # an "indexed_attention" layer (cache_utils.DynamicIndexedLayer) also keeps one index_head_dim indexer key
+    # per token, counted with the keys
+    indexer_head_dim: int = 0
+    # tokens the model itself puts ahead of every prompt and caches with it (CPM-Ant's prompt_length)
+    prefix_tokens: int = 0
 
     @property
     def k_per_token(self) -> int:
-        return self.num_kv_heads * self.head_dim
+        return self.num_kv_heads * self.head_dim + self.indexer_head_dim
+
+    def tokens_held(self, seq_len: int) -> int:
+        return super().tokens_held(seq_len + self.prefix_tokens)
 
     @property
     def v_per_token(self) -> int:
         return self.num_kv_heads * (self.head_dim_v or self.head_dim)
 
     def engine_pages(self, seq_len: int) -> int:
-        return cdiv(seq_len, BLOCK_TOKENS)
+        return cdiv(seq_len + self.prefix_tokens, BLOCK_TOKENS)
+
+    def describe(self) -> dict:
+        out = super().describe()
+        for key in ("indexer_head_dim", "prefix_tokens"):  # named only where set: other groups read as before
+            if not out[key]:
+                out.pop(key)
+        return out
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
         heads = kv_heads_per_rank(self.engine_kv_heads or self.num_kv_heads, tp)
-        page = BLOCK_TOKENS * heads * (self.head_dim + (self.head_dim_v or self.head_dim)) * dtype_bytes(dtype)
+        page = BLOCK_TOKENS * (heads * (self.head_dim + (self.head_dim_v or self.head_dim)) + self.indexer_head_dim) \
+            * dtype_bytes(dtype)
         return self.engine_pages(seq_len) * page
 
 
@@ -195,6 +211,37 @@ class _StateSpec(CacheSpec):
 @dataclass(frozen=True)
 class LinearAttentionStateSpec(_StateSpec):
     kind: ClassVar[str] = "linear_state"
+
+
+@dataclass(frozen=True)
+class ShortConvStateSpec(CacheSpec):
+    """LFM2's short-conv layers (models/lfm2/modeling_lfm2.py, Lfm2ShortConv, transformers 5.25.0): a conv
+    state of [hidden_size, conv_L_cache] in the model dtype (cache_utils.LinearAttentionLayer.update_conv_state
+    pads the prefill to the kernel and keeps its last conv_L_cache columns), no recurrent state."""
+    kind: ClassVar[str] = "conv_state"
+    conv_dim: int
+    conv_kernel: int
+
+    def state_elements(self):
+        return (("conv", self.conv_dim * self.conv_kernel, None),)
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return cdiv(self.conv_dim, tp) * (self.conv_kernel - 1) * dtype_bytes(dtype)  # vLLM's conv state: kernel-1
+
+
+@dataclass(frozen=True)
+class RWKVStateSpec(CacheSpec):
+    """RWKV-4's per-layer state (models/rwkv/modeling_rwkv.py, RwkvModel.forward, transformers 5.25.0): five
+    [batch, hidden_size, layers] tensors, the two token shifts in the model dtype and the three WKV numerator,
+    denominator and max in float32; one hidden_size slice of each per layer."""
+    kind: ClassVar[str] = "rwkv_state"
+    hidden_size: int
+
+    def state_elements(self):
+        return (("shifts", 2 * self.hidden_size, None), ("wkv", 3 * self.hidden_size, "float32"))
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return 5 * cdiv(self.hidden_size, tp) * dtype_bytes(dtype)  # not a vLLM v1 spec: the state, model dtype
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,14 @@ DynamicCache(config=...) in transformers 5.24):
   HeterogeneousConfigMixin);
 - the attribute_map aliases transformers' config classes declare (n_layer, n_head, d_model, kv_channels...).
 
-A layer kind it does not know (a linear-attention or Mamba state) is refused naming it, never guessed.
+- MLA where the config has kv_lora_rank (DeepSeek-V2's fields: the latent and the rotary key, one head);
+- "indexed_attention" layers (cache_utils.DynamicIndexedLayer) add one index_head_dim indexer key per token;
+- "linear_attention" layers with Qwen3-Next's gated delta-net fields (linear_num_key_heads ...);
+- "conv" layers: LFM2's short conv, a [hidden_size, conv_L_cache] state;
+- num_kv_shared_layers: the last layers reuse an earlier layer's cache and hold none (Gemma 3n);
+- sliding_window 0 means no window; intermediate_size may be one per layer (weights only).
+
+A layer kind it does not know (a Mamba or conv state) is refused naming it, never guessed.
 Weights are counted as a Llama-shaped decoder (gated MLP of intermediate_size), and the facts say so.
 """
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import Built, ConfigReader, attention_spec, generic_layer_types, layer_types_from
 from ..params import attn_params, embed_params, mlp_params
-from ..specs import LayerCache
+from ..specs import LayerCache, LinearAttentionStateSpec, MLALatentSpec, MLAPerHeadSpec, ShortConvStateSpec
 
 # attribute_map aliases of transformers 5.24's causal-LM config classes (each class's `attribute_map`,
 # collected over transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES): the name a
@@ -53,6 +60,49 @@ def _int_field(c: ConfigReader, key: str, overrides: dict | None = None):
     return None if value is None else c._int(name, value)
 
 
+def _list_or_int(c: ConfigReader, key: str, i: int):
+    """A field that may be one integer or one per layer (intermediate_size of a heterogeneous config)."""
+    value, name = _field(c, key, {})
+    if isinstance(value, list):
+        value = value[i] if i < len(value) else None
+    return None if value is None else c._int(name, value)
+
+
+def _linear_state(c: ConfigReader, i: int) -> LayerCache:
+    """A gated delta-net layer read from Qwen3-Next's field names (linear_num_key_heads ...): conv state over
+    q, k and v, recurrent state [v_heads, k_head_dim, v_head_dim] in float32 (see specs.LinearAttentionStateSpec)."""
+    need = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+            "linear_conv_kernel_dim")
+    missing = [k for k in need if c.raw.get(k) is None]
+    if missing:
+        raise ModelFactsError(f"{c.where}: layer {i} is 'linear_attention' but config field {missing[0]!r} is "
+                              f"missing (model_type {c.model_type}, read generically: no family rules)")
+    k_heads, v_heads, k_dim, v_dim, kernel = (c._int(k, c.raw[k]) for k in need)
+    conv_dim = 2 * k_heads * k_dim + v_heads * v_dim
+    return (LinearAttentionStateSpec(conv_dim, kernel, (v_heads, k_dim, v_dim)),)
+
+
+def _short_conv(c: ConfigReader, i: int, h: int | None) -> LayerCache:
+    """An LFM2 short-conv layer ("conv"): a [hidden_size, conv_L_cache] conv state (specs.ShortConvStateSpec)."""
+    kernel = c.raw.get("conv_L_cache")
+    if kernel is None or h is None:
+        raise ModelFactsError(f"{c.where}: layer {i} is 'conv' but config field "
+                              f"{'conv_L_cache' if kernel is None else 'hidden_size'!r} is missing "
+                              f"(model_type {c.model_type}, read generically)")
+    return (ShortConvStateSpec(h, c._int("conv_L_cache", kernel)),)
+
+
+def _mla(c: ConfigReader, n_heads: int, indexer: int) -> tuple[LayerCache, LayerCache]:
+    """An MLA layer (a config with kv_lora_rank, DeepSeek-V2's fields): the latent layout and the per-head one."""
+    rank, rope = c._int("kv_lora_rank", c.raw["kv_lora_rank"]), _int_field(c, "qk_rope_head_dim")
+    nope, v_dim = _int_field(c, "qk_nope_head_dim"), _int_field(c, "v_head_dim")
+    if rope is None:
+        raise ModelFactsError(f"{c.where}: config field 'qk_rope_head_dim' is missing beside kv_lora_rank "
+                              f"(model_type {c.model_type}, read generically)")
+    per_head = MLAPerHeadSpec(n_heads, (nope or 0) + rope, v_dim or 0, rank, rope, indexer)
+    return (MLALatentSpec(rank, rope, indexer),), (per_head,)
+
+
 def generic(c: ConfigReader) -> Built:
     n_layers = _int_field(c, "num_hidden_layers")
     if n_layers is None:
@@ -65,21 +115,46 @@ def generic(c: ConfigReader) -> Built:
     else:
         window, chunk = _field(c, "sliding_window", {})[0], c.raw.get("attention_chunk_size")
         types = generic_layer_types(n_layers, window, chunk)
+    # KV sharing (Gemma 3n): the last num_kv_shared_layers reuse an earlier layer's cache and hold none
+    # (configuration_gemma3n.Gemma3nTextConfig.kv_sharing_modes -> "reuse" -> cache_utils.DummyLayer)
+    first_shared = n_layers - (_int_field(c, "num_kv_shared_layers") or 0)
+    mla = c.raw.get("kv_lora_rank") is not None
+    # indexer_types: a "shared" layer reuses the previous layer's top-k and runs no indexer, so caches no
+    # indexer key (transformers 5.25.0 models/hy_v4/modeling_hy_v4.py: `self.indexer = None if self.skip_topk`)
+    index_types = c.raw.get("indexer_types")
     layers: list[LayerCache] = []
+    per_head_layers: list[LayerCache] = []
     params = 0
     h = _int_field(c, "hidden_size")
     for i, layer_type in enumerate(types):
         over = per_layer.get(str(i)) or per_layer.get(i) or {}
-        if layer_type in CACHE_LESS:
+        if layer_type in CACHE_LESS or i >= first_shared:
             layers.append(())
+            per_head_layers.append(())
             continue
-        if layer_type not in ("full_attention", "sliding_attention", "chunked_attention"):
+        if layer_type in ("linear_attention", "conv"):
+            layers.append(_linear_state(c, i) if layer_type == "linear_attention" else _short_conv(c, i, h))
+            per_head_layers.append(layers[-1])
+            continue
+        indexed = layer_type == "indexed_attention"
+        if layer_type not in ("full_attention", "sliding_attention", "chunked_attention", "indexed_attention"):
             raise ModelFactsError(f"{c.where}: layer type {layer_type!r} (layer {i}) is not one the generic "
                                   f"reading knows, and model_type {c.model_type} has no family rules")
         n_heads = _int_field(c, "num_attention_heads", over)
         if n_heads is None:
             raise ModelFactsError(f"{c.where}: config field 'num_attention_heads' is missing (model_type "
                                   f"{c.model_type}, read generically: no family rules)")
+        indexer = 0
+        if indexed and not (isinstance(index_types, list) and i < len(index_types) and index_types[i] == "shared"):
+            indexer = _int_field(c, "index_head_dim", over) or 0
+            if not indexer:
+                raise ModelFactsError(f"{c.where}: layer {i} is 'indexed_attention' but config field "
+                                      f"'index_head_dim' is missing (model_type {c.model_type})")
+        if mla:
+            latent, per_head = _mla(c, n_heads, indexer)
+            layers.append(latent)
+            per_head_layers.append(per_head)
+            continue
         n_kv = _int_field(c, "num_key_value_heads", over)
         if n_kv is None:
             n_kv = n_heads
@@ -92,16 +167,21 @@ def generic(c: ConfigReader) -> Built:
             head_dim = h // n_heads
         window = _int_field(c, "sliding_window", over)
         chunk = _int_field(c, "attention_chunk_size", over)
-        layers.append(attention_spec(c, layer_type, n_kv, head_dim, window, chunk))
+        kind = "full_attention" if indexed else layer_type
+        extra = {"indexer_head_dim": indexer} if indexer else {}
+        layers.append(attention_spec(c, kind, n_kv, head_dim, window, chunk, **extra))
+        per_head_layers.append(layers[-1])
         if h is not None:
             params += attn_params(h, n_heads, n_kv, head_dim) + 2 * h
-    inter, vocab = _int_field(c, "intermediate_size"), _int_field(c, "vocab_size")
+    vocab = _int_field(c, "vocab_size")
     notes = [f"rules: generic (model_type {c.model_type} has no family rules; read from the standard fields "
              "as transformers' cache reads them)"]
-    if h is not None and inter is not None:
-        params += n_layers * mlp_params(h, inter)
+    inters = [_list_or_int(c, "intermediate_size", i) for i in range(n_layers)]
+    if h is not None and all(x is not None for x in inters):
+        params += sum(mlp_params(h, x) for x in inters if x is not None)
     if h is not None and vocab is not None:
         params += embed_params(c, vocab, h, False) + h
     notes.append("weights: counted as a Llama-shaped decoder (attention, gated MLP, embeddings), analytic"
-                 + ("" if h and inter and vocab else "; fields missing for part of it, so an undercount"))
-    return Built(layers, params, notes)
+                 + ("" if h and all(x is not None for x in inters) and vocab else
+                    "; fields missing for part of it, so an undercount"))
+    return Built(layers, params, notes, mla_per_head=per_head_layers if mla else None)

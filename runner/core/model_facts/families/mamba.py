@@ -3,7 +3,8 @@ cache_utils.LinearAttentionLayer holding a conv state and an SSM state, constant
 (transformers 5.24: models/mamba/configuration_mamba.py, models/mamba2/configuration_mamba2.py and
 models/falcon_mamba/configuration_falcon_mamba.py for the fields and their defaults).
 
-- Mamba-1: intermediate = int(expand x hidden_size) (MambaConfig.__post_init__); conv [intermediate,
+- Mamba-1: intermediate = int(expand x hidden_size) (MambaConfig.__post_init__) unless the config saves
+  intermediate_size; conv [intermediate,
   conv_kernel], SSM [intermediate, state_size]; time_step_rank "auto" = ceil(hidden_size / 16).
 - Mamba-2: intermediate = expand x hidden_size; conv [intermediate + 2 x n_groups x state_size, conv_kernel],
   SSM [num_heads, head_dim, state_size].
@@ -25,7 +26,10 @@ def mamba(c: ConfigReader) -> Built:
     """mamba and falcon_mamba (its extra RMS norms of B, C and dt carry no weights)."""
     n_layers, h = c.opt("num_hidden_layers", 32), c.opt("hidden_size", 768)
     state, kernel, expand = c.opt("state_size", 16), c.opt("conv_kernel", 4), c.opt("expand", 2)
-    inter = int(expand * h)
+    # __post_init__ sets intermediate_size = int(expand x hidden_size), then PreTrainedConfig.__post_init__
+    # applies the remaining kwargs: a saved intermediate_size wins (transformers 5.25 configuration_mamba.py)
+    inter = c.maybe("intermediate_size") or int(expand * h)
+    inter = c._int("intermediate_size", inter)
     dt_rank = c.opt("time_step_rank", "auto")
     dt_rank = math.ceil(h / 16) if dt_rank == "auto" else c._int("time_step_rank", dt_rank)
     spec = (MambaStateSpec(inter, kernel, (inter, state)),)
