@@ -174,3 +174,25 @@ def test_a_sliding_window_of_0_means_no_window():
     facts = facts_from_config({**OLMO2, "sliding_window": 0})
     assert {layer[0].kind for layer in facts.layers} == {"full"}
     assert facts.cache_bytes(100, 1, "float32") == facts_from_config(OLMO2).cache_bytes(100, 1, "float32")
+
+
+HYBRIDS = {
+    "zamba2": ({"model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+                "num_key_value_heads": 4, "vocab_size": 100, "intermediate_size": 128},
+               "layers_block_type", ["linear_attention", "hybrid"]),
+    "bamba": ({"model_type": "bamba", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+               "num_key_value_heads": 4, "vocab_size": 100, "intermediate_size": 128},
+              "layer_types", ["mamba", "attention"]),
+}
+
+
+@pytest.mark.parametrize("family", sorted(HYBRIDS))
+def test_a_hybrid_layer_list_is_read_or_refused_naming_its_field(family):
+    base, field, (state_layer, attention_layer) = HYBRIDS[family]
+    good = facts_from_config({**base, field: [state_layer, attention_layer, state_layer, state_layer]})
+    assert good.bytes_per_token() > 0
+    for bad, says in (([state_layer, "weird", state_layer, state_layer], "has 'weird'"),
+                      ([state_layer], "shorter than num_hidden_layers")):
+        with pytest.raises(ModelFactsError) as exc:
+            facts_from_config({**base, field: bad}, where="x.json")
+        assert str(exc.value).startswith(f"x.json: config field '{field}'") and says in str(exc.value)

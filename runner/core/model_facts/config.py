@@ -70,6 +70,20 @@ def layer_types_from(c: ConfigReader, n_layers: int, default: list[str]) -> list
     return [LEGACY_LAYER_TYPES.get(t) or t for t in types[:n_layers]]
 
 
+def hybrid_layer_types(c: ConfigReader, types: object, field: str, n_layers: int, allowed: set[str]) -> list[str]:
+    """The first n_layers entries of a hybrid model's layer list (read from `field`), legacy names mapped;
+    a missing or short list, or a type outside `allowed`, is refused naming the field."""
+    mt = c.raw.get("model_type")
+    if not isinstance(types, list) or len(types) < n_layers or not all(isinstance(t, str) for t in types):
+        raise ModelFactsError(f"{c.where}: config field '{field}' is missing, shorter than num_hidden_layers or "
+                              f"not a list of strings (model_type {mt})")
+    out = [LEGACY_LAYER_TYPES.get(str(t), str(t)) for t in types[:n_layers]]
+    unknown = sorted(set(out) - allowed)
+    if unknown:
+        raise ModelFactsError(f"{c.where}: config field '{field}' has {unknown[0]!r} (model_type {mt})")
+    return out
+
+
 def kv_heads(c: ConfigReader, n_heads: int, class_default: int) -> int:
     """num_key_value_heads: missing takes the class default, an explicit null means n_heads (each class's
     `if self.num_key_value_heads is None: self.num_key_value_heads = self.num_attention_heads`)."""

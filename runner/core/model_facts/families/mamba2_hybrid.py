@@ -14,8 +14,7 @@ The SSM state is float32 and the conv state in the model dtype, as for Mamba-2 (
 """
 from __future__ import annotations
 
-from ..common import ModelFactsError
-from ..config import LEGACY_LAYER_TYPES, Built, ConfigReader, kv_heads
+from ..config import Built, ConfigReader, hybrid_layer_types, kv_heads
 from ..params import attn_params, embed_params, mlp_params
 from ..specs import FullAttentionSpec, LayerCache, MambaStateSpec
 
@@ -47,13 +46,7 @@ def mamba2_hybrid(c: ConfigReader) -> Built:
         if types is None and mt == "bamba":
             indices = c.maybe("attn_layer_indices") or []
             types = ["attention" if i in indices else "mamba" for i in range(n_layers)]
-        if not isinstance(types, list) or len(types) < n_layers:
-            raise ModelFactsError(f"{c.where}: config field 'layer_types' is missing or shorter than "
-                                  f"num_hidden_layers (model_type {mt})")
-        types = [LEGACY_LAYER_TYPES.get(t, t) for t in types[:n_layers]]
-        unknown = sorted(set(types) - {"linear_attention", "full_attention"})
-        if unknown:
-            raise ModelFactsError(f"{c.where}: config field 'layer_types' has {unknown[0]!r} (model_type {mt})")
+        types = hybrid_layer_types(c, types, "layer_types", n_layers, {"linear_attention", "full_attention"})
         layers = [(mamba,) if t == "linear_attention" else (attention,) for t in types]
     inter = c.opt("intermediate_size", 4 * h) if not isinstance(c.raw.get("intermediate_size"), list) else 4 * h
     params = embed_params(c, c.req("vocab_size"), h, False) + h + \

@@ -12,8 +12,7 @@ Sources (transformers 5.25.0):
 """
 from __future__ import annotations
 
-from ..common import ModelFactsError
-from ..config import LEGACY_LAYER_TYPES, Built, ConfigReader, kv_heads
+from ..config import Built, ConfigReader, hybrid_layer_types, kv_heads
 from ..params import attn_params, embed_params, mlp_params
 from ..specs import FullAttentionSpec, MambaStateSpec
 
@@ -34,13 +33,7 @@ def zamba(c: ConfigReader) -> Built:
     else:
         mamba = MambaStateSpec(inter, kernel, (inter, state), recurrent_dtype=None)
     types = c.maybe("layers_block_type") or c.maybe("layer_types")
-    if not isinstance(types, list) or len(types) < n_layers:
-        raise ModelFactsError(f"{c.where}: config field 'layers_block_type' is missing or shorter than "
-                              f"num_hidden_layers (model_type {mt})")
-    types = [LEGACY_LAYER_TYPES.get(t, t) for t in types[:n_layers]]
-    unknown = sorted(set(types) - {"linear_attention", "hybrid"})
-    if unknown:
-        raise ModelFactsError(f"{c.where}: config field 'layers_block_type' has {unknown[0]!r} (model_type {mt})")
+    types = hybrid_layer_types(c, types, "layers_block_type", n_layers, {"linear_attention", "hybrid"})
     attention = FullAttentionSpec(n_kv, hd)
     layers = [(attention, mamba) if t == "hybrid" else (mamba,) for t in types]
     params = embed_params(c, c.req("vocab_size"), h, True) + h + \
