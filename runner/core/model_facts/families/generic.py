@@ -70,7 +70,10 @@ def _list_or_int(c: ConfigReader, key: str, i: int):
 
 def _linear_state(c: ConfigReader, i: int) -> LayerCache:
     """A gated delta-net layer read from Qwen3-Next's field names (linear_num_key_heads ...): conv state over
-    q, k and v, recurrent state [v_heads, k_head_dim, v_head_dim] in float32 (see specs.LinearAttentionStateSpec)."""
+    q, k and v, recurrent state [v_heads, k_head_dim, v_head_dim] in float32 (see specs.LinearAttentionStateSpec).
+    Kimi Delta Attention's fields (linear_num_heads, linear_head_dim) read as its module builds them."""
+    if c.raw.get("linear_num_heads") is not None and c.raw.get("linear_num_key_heads") is None:
+        return _kimi_delta_state(c, i)
     need = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
             "linear_conv_kernel_dim")
     missing = [k for k in need if c.raw.get(k) is None]
@@ -80,6 +83,21 @@ def _linear_state(c: ConfigReader, i: int) -> LayerCache:
     k_heads, v_heads, k_dim, v_dim, kernel = (c._int(k, c.raw[k]) for k in need)
     conv_dim = 2 * k_heads * k_dim + v_heads * v_dim
     return (LinearAttentionStateSpec(conv_dim, kernel, (v_heads, k_dim, v_dim)),)
+
+
+def _kimi_delta_state(c: ConfigReader, i: int) -> LayerCache:
+    """A Kimi Delta Attention layer (transformers 5.25.0 models/kimi_linear/modeling_kimi_linear.py,
+    KimiLinearDeltaAttention; models/bailing_hybrid/modeling_bailing_hybrid.py, BailingHybridDeltaAttention):
+    one depthwise conv over q, k and v of linear_num_heads * linear_head_dim each (conv_dim = 3 * qkv_dim,
+    kernel linear_conv_kernel_dim), and a recurrent state [linear_num_heads, linear_head_dim, linear_head_dim]
+    that the chunked kernel computes in float32."""
+    need = ("linear_num_heads", "linear_head_dim", "linear_conv_kernel_dim")
+    missing = [k for k in need if c.raw.get(k) is None]
+    if missing:
+        raise ModelFactsError(f"{c.where}: layer {i} is 'linear_attention' but config field {missing[0]!r} is "
+                              f"missing (model_type {c.model_type}, read generically: no family rules)")
+    heads, head_dim, kernel = (c._int(k, c.raw[k]) for k in need)
+    return (LinearAttentionStateSpec(3 * heads * head_dim, kernel, (heads, head_dim, head_dim)),)
 
 
 def _short_conv(c: ConfigReader, i: int, h: int | None) -> LayerCache:
