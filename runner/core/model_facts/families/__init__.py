@@ -12,6 +12,7 @@ from .gpt_bigcode import gpt_bigcode
 from .gpt_neo import gpt_neo
 from .gpt_oss import gpt_oss
 from .jamba import jamba
+from .kimi_linear import kimi_delta_hybrid
 from .llama import llama_like
 from .llama4 import llama4_text
 from .longcat import longcat_flash
@@ -35,6 +36,7 @@ FAMILIES = {
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
     "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
+    "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
