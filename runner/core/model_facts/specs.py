@@ -245,6 +245,50 @@ class RWKVStateSpec(CacheSpec):
 
 
 @dataclass(frozen=True)
+class CompressedAttentionSpec(CacheSpec):
+    """DeepSeek-V4's compressed attention layer (transformers 5.25.0 models/deepseek_v4/modeling_deepseek_v4.py,
+    DeepseekV4HCACache and DeepseekV4CSACache): one sliding-window K=V head of head_dim (keys and values are
+    one tensor, window - 1 tokens kept), and per compressor (the attention's own at head_dim; on CSA layers
+    also the indexer's at indexer_head_dim) the compressed entries, one per compress_rate tokens, at its dim;
+    the kv and gate buffers of the tokens since the last full window, at twice its dim where the windows
+    overlap (CSA) and once otherwise (HCA); and on CSA layers, once a window has closed, the last window's
+    overlap kv and gate, compress_rate x its dim each. Every token's share is counted with the keys; the
+    pricing terms (k_per_token) see the sliding keys only, the compressed entries being a fraction of a
+    vector per token."""
+    kind: ClassVar[str] = "compressed"
+    head_dim: int
+    sliding_window: int
+    compress_rate: int
+    overlap: bool = False
+    indexer_head_dim: int = 0
+
+    @property
+    def k_per_token(self) -> int:
+        return self.head_dim
+
+    @property
+    def cap(self) -> int:
+        return self.sliding_window - 1
+
+    def _compressor_elements(self, seq_len: int, dim: int) -> int:
+        rate = self.compress_rate
+        entries, buffered = divmod(seq_len, rate)
+        width = 2 * dim if self.overlap else dim
+        overlap = 2 * rate * dim if self.overlap and entries else 0
+        return entries * dim + 2 * buffered * width + overlap
+
+    def k_bytes(self, seq_len: int, batch: int, dtype: str) -> int:
+        elements = self.head_dim * self.tokens_held(seq_len) + self._compressor_elements(seq_len, self.head_dim)
+        if self.indexer_head_dim:
+            elements += self._compressor_elements(seq_len, self.indexer_head_dim)
+        return batch * elements * dtype_bytes(dtype)
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        # no vLLM v1 spec is modelled for it: the transformers layout, one request
+        return self.k_bytes(seq_len, 1, dtype)
+
+
+@dataclass(frozen=True)
 class MambaStateSpec(_StateSpec):
     kind: ClassVar[str] = "mamba_state"
 

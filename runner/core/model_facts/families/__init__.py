@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .cpmant import cpmant
 from .deepseek import deepseek
+from .deepseek_v4 import deepseek_v4
 from .encoder import ENCODER_ONLY, encoder_only
 from .falcon import falcon
 from .gemma import gemma3_text, gemma4_text
@@ -36,7 +37,7 @@ FAMILIES = {
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
     "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
-    "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "deepseek_v4": deepseek_v4, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
