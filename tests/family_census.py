@@ -52,7 +52,19 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1}, "dots1": {"n_shared_experts":
                "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 4},
                "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 4},
                "gpt_neo": {"attention_types": [[["global", "local"], 4]]}, "gemma3n_text": {"num_kv_shared_layers": 2},
-               "xmod": {"default_language": "en_XX"}}
+               "xmod": {"default_language": "en_XX"},
+               # DBRX's sizes go by its own names; its defaults leave clip_qkv None, which its attention's
+               # torch.clamp rejects, and its attention config has no rope_theta (the published configs set both)
+               "dbrx": {"n_heads": 4, "n_layers": 4, "attn_config": {"kv_n_heads": 1, "rope_theta": 10000.0,
+                                                                     "clip_qkv": 8.0},
+                        "ffn_config": {"ffn_hidden_size": 64, "moe_num_experts": 4, "moe_top_k": 2}},
+               # xLSTM rounds its q/k and v widths up to a multiple of 64 (configuration_xlstm.qk_dim): a width
+               # below 128 gives the cache one head size and the layers another
+               "xlstm": {"hidden_size": 128, "embedding_dim": 128, "num_blocks": 8},
+               # the looped layers must lie within the 8 layers, on attention-residual block boundaries
+               "inkling2_loop_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 2, "swa_head_dim": 16,
+                                      "n_layers_per_attn_res_block": 2, "loop_layer_index_start": 2,
+                                      "loop_layer_index_end": 6}}
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config", "speech_config",
                "perceiver_config", "vq_config", "depth_decoder_config", "backbone_config")
 

@@ -3,6 +3,7 @@ the function that reads it."""
 from __future__ import annotations
 
 from .cpmant import cpmant
+from .dbrx import dbrx
 from .deepseek import deepseek
 from .deepseek_v4 import deepseek_v4
 from .encoder import ENCODER_ONLY, encoder_only
@@ -37,7 +38,7 @@ FAMILIES = {
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
     "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
-    "deepseek_v4": deepseek_v4, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "dbrx": dbrx, "deepseek_v4": deepseek_v4, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
