@@ -289,6 +289,25 @@ class CompressedAttentionSpec(CacheSpec):
 
 
 @dataclass(frozen=True)
+class XLSTMStateSpec(CacheSpec):
+    """One mLSTM block's state (transformers 5.25.0 models/xlstm/modeling_xlstm.py, xLSTMCache): the matrix
+    memory C [num_heads, qk_head_dim, v_head_dim], the normaliser n [num_heads, qk_head_dim] and the stabiliser
+    m [num_heads, 1], all in the dtype of the input embeddings."""
+    kind: ClassVar[str] = "xlstm_state"
+    num_heads: int
+    qk_head_dim: int
+    v_head_dim: int
+
+    def state_elements(self):
+        h = self.num_heads
+        return (("C", h * self.qk_head_dim * self.v_head_dim, None), ("n", h * self.qk_head_dim, None),
+                ("m", h, None))
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return self.state_bytes(1, dtype)  # not a vLLM v1 spec: the transformers state, one request
+
+
+@dataclass(frozen=True)
 class MambaStateSpec(_StateSpec):
     kind: ClassVar[str] = "mamba_state"
 

@@ -26,6 +26,7 @@ from .mllama import mllama_text
 from .nemotron_h import nemotron_h
 from .qwen3_next import qwen3_next
 from .rwkv import rwkv
+from .xlstm import xlstm
 from .zamba import zamba
 
 FAMILIES = {
@@ -38,7 +39,8 @@ FAMILIES = {
     "mamba": mamba, "falcon_mamba": mamba, "mamba2": mamba2, "gpt_bigcode": gpt_bigcode, "gpt_neo": gpt_neo,
     "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
-    "dbrx": dbrx, "deepseek_v4": deepseek_v4, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "xlstm": xlstm, "dbrx": dbrx, "deepseek_v4": deepseek_v4,
+    "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
