@@ -221,9 +221,16 @@ class ShortConvStateSpec(CacheSpec):
     kind: ClassVar[str] = "conv_state"
     conv_dim: int
     conv_kernel: int
+    state_dtype: str | None = None  # None: the model dtype; Inkling's convolutions keep theirs in float32
 
     def state_elements(self):
-        return (("conv", self.conv_dim * self.conv_kernel, None),)
+        return (("conv", self.conv_dim * self.conv_kernel, self.state_dtype),)
+
+    def describe(self) -> dict:
+        out = super().describe()
+        if out["state_dtype"] is None:  # named only where set
+            out.pop("state_dtype")
+        return out
 
     def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
         return cdiv(self.conv_dim, tp) * (self.conv_kernel - 1) * dtype_bytes(dtype)  # vLLM's conv state: kernel-1

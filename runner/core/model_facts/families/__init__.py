@@ -13,6 +13,7 @@ from .gpt2 import gpt2
 from .gpt_bigcode import gpt_bigcode
 from .gpt_neo import gpt_neo
 from .gpt_oss import gpt_oss
+from .inkling import inkling
 from .jamba import jamba
 from .kimi_linear import kimi_delta_hybrid
 from .llama import llama_like
@@ -40,6 +41,7 @@ FAMILIES = {
     "mllama_text_model": mllama_text, "minimax": minimax, "longcat_flash": longcat_flash, "rwkv": rwkv,
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
     "xlstm": xlstm, "dbrx": dbrx, "deepseek_v4": deepseek_v4,
+    "inkling_text": inkling, "inkling2_text": inkling, "inkling2_loop_text": inkling,
     "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
