@@ -29,6 +29,7 @@ from .qwen3_next import qwen3_next
 from .rwkv import rwkv
 from .xlstm import xlstm
 from .zamba import zamba
+from .zaya import zaya
 
 FAMILIES = {
     "gpt2": gpt2, "llama": llama_like, "mistral": llama_like, "qwen2": llama_like, "qwen3": llama_like,
@@ -42,7 +43,7 @@ FAMILIES = {
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
     "xlstm": xlstm, "dbrx": dbrx, "deepseek_v4": deepseek_v4,
     "inkling_text": inkling, "inkling2_text": inkling, "inkling2_loop_text": inkling,
-    "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "zaya": zaya, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
