@@ -46,7 +46,9 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_atten
 _NONE_IS_DEFAULT = {"layers_block_type"}
 # Families whose config classes check a relation TINY breaks (each class's validate_architecture).
 FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_sliding", "hybrid"] * 4}, "dots1": {"n_shared_experts": 1},
-               "kolibri1_1": {"index_num_heads": 1}, "mamba2": {"head_dim": 32},
+               # three indexed layers, the last two reusing the first one's K/V
+               "kolibri1_1": {"index_num_heads": 1, "layer_types": ["sliding_attention", "indexed_attention"] * 3 +
+                              ["sliding_attention"] * 2, "index_layers": [1], "kv_source_layers": [0, 1, 2, 1, 4, 1, 6, 7]}, "mamba2": {"head_dim": 32},
                # hybrids whose defaults at 8 layers have no attention layer, which transformers cannot run
                "bamba": {"attn_layer_indices": [1, 5]},
                "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 4},

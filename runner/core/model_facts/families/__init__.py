@@ -16,6 +16,7 @@ from .gpt_oss import gpt_oss
 from .inkling import inkling
 from .jamba import jamba
 from .kimi_linear import kimi_delta_hybrid
+from .kolibri import kolibri
 from .llama import llama_like
 from .llama4 import llama4_text
 from .longcat import longcat_flash
@@ -43,7 +44,7 @@ FAMILIES = {
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
     "xlstm": xlstm, "dbrx": dbrx, "deepseek_v4": deepseek_v4,
     "inkling_text": inkling, "inkling2_text": inkling, "inkling2_loop_text": inkling,
-    "zaya": zaya, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "zaya": zaya, "kolibri1_1": kolibri, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
