@@ -142,6 +142,19 @@ class MLALatentSpec(CacheSpec):
     # DSA (DeepSeek-V3.2, GLM-5): cache_utils.DynamicIndexedLayer also keeps the indexer's key, one
     # index_head_dim vector per token (`indexer_keys`), counted with the keys here
     indexer_head_dim: int = 0
+    # a sliding-window MLA layer (dots3_note's "sliding_attention" layers): a DynamicSlidingWindowLayer holding
+    # the latents of window - 1 tokens; 0: every token
+    sliding_window: int = 0
+
+    @property
+    def cap(self) -> int | None:
+        return self.sliding_window - 1 if self.sliding_window else None
+
+    def describe(self) -> dict:
+        out = super().describe()
+        if not out["sliding_window"]:  # named only where set: other groups read as before
+            out.pop("sliding_window")
+        return out
 
     @property
     def k_per_token(self) -> int:

@@ -110,15 +110,18 @@ def _short_conv(c: ConfigReader, i: int, h: int | None) -> LayerCache:
     return (ShortConvStateSpec(h, c._int("conv_L_cache", kernel)),)
 
 
-def _mla(c: ConfigReader, n_heads: int, indexer: int) -> tuple[LayerCache, LayerCache]:
-    """An MLA layer (a config with kv_lora_rank, DeepSeek-V2's fields): the latent layout and the per-head one."""
-    rank, rope = c._int("kv_lora_rank", c.raw["kv_lora_rank"]), _int_field(c, "qk_rope_head_dim")
-    nope, v_dim = _int_field(c, "qk_nope_head_dim"), _int_field(c, "v_head_dim")
+def _mla(c: ConfigReader, n_heads: int, indexer: int, over: dict, window: int = 0) -> tuple[LayerCache, LayerCache]:
+    """An MLA layer (a config with kv_lora_rank, DeepSeek-V2's fields): the latent layout and the per-head one.
+    `over`: the layer's per_layer_config; `window`: a sliding layer's window (transformers 5.25.0
+    models/dots3_note/modeling_dots3_note.py: Dots3NoteTextAttention reads its sizes from per_layer_config and
+    caches its latents in the layer's sliding or indexed cache layer)."""
+    rank, rope = _int_field(c, "kv_lora_rank", over), _int_field(c, "qk_rope_head_dim", over)
+    nope, v_dim = _int_field(c, "qk_nope_head_dim", over), _int_field(c, "v_head_dim", over)
     if rope is None:
         raise ModelFactsError(f"{c.where}: config field 'qk_rope_head_dim' is missing beside kv_lora_rank "
                               f"(model_type {c.model_type}, read generically)")
     per_head = MLAPerHeadSpec(n_heads, (nope or 0) + rope, v_dim or 0, rank, rope, indexer)
-    return (MLALatentSpec(rank, rope, indexer),), (per_head,)
+    return (MLALatentSpec(rank or 0, rope, indexer, window),), (per_head,)
 
 
 def generic(c: ConfigReader) -> Built:
@@ -169,7 +172,8 @@ def generic(c: ConfigReader) -> Built:
                 raise ModelFactsError(f"{c.where}: layer {i} is 'indexed_attention' but config field "
                                       f"'index_head_dim' is missing (model_type {c.model_type})")
         if mla:
-            latent, per_head = _mla(c, n_heads, indexer)
+            window = (_int_field(c, "sliding_window", over) or 0) if layer_type == "sliding_attention" else 0
+            latent, per_head = _mla(c, n_heads, indexer, over, window)
             layers.append(latent)
             per_head_layers.append(per_head)
             continue
