@@ -26,6 +26,7 @@ from .mimo import mimo_v2_flash
 from .minimax import minimax
 from .mllama import mllama_text
 from .nemotron_h import nemotron_h
+from .prophetnet import prophetnet
 from .qwen3_next import qwen3_next
 from .rwkv import rwkv
 from .xlstm import xlstm
@@ -44,7 +45,8 @@ FAMILIES = {
     "zamba": zamba, "cpmant": cpmant, "zamba2": zamba,
     "xlstm": xlstm, "dbrx": dbrx, "deepseek_v4": deepseek_v4,
     "inkling_text": inkling, "inkling2_text": inkling, "inkling2_loop_text": inkling,
-    "zaya": zaya, "kolibri1_1": kolibri, "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "prophetnet": prophetnet, "zaya": zaya, "kolibri1_1": kolibri,
+    "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }
