@@ -55,6 +55,11 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 4},
                "gpt_neo": {"attention_types": [[["global", "local"], 4]]}, "gemma3n_text": {"num_kv_shared_layers": 2},
                "xmod": {"default_language": "en_XX"},
+               # defaults their own validation rejects, which every published config sets: Moshi's
+               # audio_vocab_size None, Cohere Compass's empty rope_parameters (it needs one per layer type)
+               "moshi": {"audio_vocab_size": 128},
+               "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default",
+                                                                               "rope_theta": 10000.0}}},
                # DBRX's sizes go by its own names; its defaults leave clip_qkv None, which its attention's
                # torch.clamp rejects, and its attention config has no rope_theta (the published configs set both)
                "dbrx": {"n_heads": 4, "n_layers": 4, "attn_config": {"kv_n_heads": 1, "rope_theta": 10000.0,
