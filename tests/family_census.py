@@ -41,7 +41,9 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_atten
             vocab_size_per_layer_input=128, ffn_hidden_size=64, n_inner=64, kv_channels=16, d_ff=64, d_kv=16,
             num_decoder_layers=2, image_size=32, patch_size=8, sliding_window_size=8, attention_window_size=8,
             n_group=1, topk_group=1, num_expert_group=1, num_experts_per_token=2, mamba_n_heads=4, mamba_d_head=32,
-            mamba_d_ssm=128, layers_block_type=None)
+            mamba_d_ssm=128, layers_block_type=None,
+            # towers whose adapters must match the (tiny) hidden size (dots3_note's validate_architecture)
+            adapter_in_dim=64, adapter_out_dim=64, adapter_input_size=64)
 # Fields dropped from TINY where the class derives them: a None there would hide the derived value.
 _NONE_IS_DEFAULT = {"layers_block_type"}
 # Families whose config classes check a relation TINY breaks (each class's validate_architecture).
