@@ -46,6 +46,8 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_atten
             adapter_in_dim=64, adapter_out_dim=64, adapter_input_size=64)
 # Fields dropped from TINY where the class derives them: a None there would hide the derived value.
 _NONE_IS_DEFAULT = {"layers_block_type"}
+QWEN4_QSA = {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 8,
+             "indexer_compress_ratio": 4}
 # Families whose config classes check a relation TINY breaks (each class's validate_architecture).
 FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_sliding", "hybrid"] * 4}, "dots1": {"n_shared_experts": 1},
                # three indexed layers, the last two reusing the first one's K/V
@@ -60,6 +62,8 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                # defaults their own validation rejects, which every published config sets: Moshi's
                # audio_vocab_size None, Cohere Compass's empty rope_parameters (it needs one per layer type)
                "moshi": {"audio_vocab_size": 128},
+               # Qwen4-Exp's indexer sizes default to null, which its model divides (published configs set them)
+               "qwen4_exp_text": QWEN4_QSA, "qwen4_exp": {"text_config": QWEN4_QSA},
                "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default",
                                                                                "rope_theta": 10000.0}}},
                # DBRX's sizes go by its own names; its defaults leave clip_qkv None, which its attention's
@@ -130,7 +134,11 @@ def tiny_config(model_type: str):
     from transformers import CONFIG_MAPPING
     cls = CONFIG_MAPPING[model_type]
     defaults = cls().to_dict()
-    return cls(**{**_tiny_overrides(defaults), **FAMILY_TINY.get(model_type, {})})
+    overrides = _tiny_overrides(defaults)
+    for key, value in FAMILY_TINY.get(model_type, {}).items():  # a sub-config's fixes merge into its tiny sizes
+        overrides[key] = {**overrides[key], **value} if key in SUB_CONFIGS and isinstance(overrides.get(key), dict) \
+            else value
+    return cls(**overrides)
 
 
 def measure_one(model_type: str) -> dict:

@@ -328,6 +328,22 @@ class XLSTMStateSpec(CacheSpec):
 
 
 @dataclass(frozen=True)
+class PositionHistorySpec(CacheSpec):
+    """Position ids a cache keeps beside the keys: `rows` int64 values per token (transformers 5.25.0
+    models/qwen4_exp/modeling_qwen4_exp.py: the 3-D positions every indexer shares, kept on the first indexed
+    layer as `indexer_position_ids`). Not a per-token figure of the model dtype, so outside the pricing terms;
+    no engine keeps it."""
+    kind: ClassVar[str] = "positions"
+    rows: int
+
+    def k_bytes(self, seq_len: int, batch: int, dtype: str) -> int:
+        return batch * self.rows * self.tokens_held(seq_len) * 8
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
 class MambaStateSpec(_StateSpec):
     kind: ClassVar[str] = "mamba_state"
 
