@@ -83,3 +83,13 @@ def test_mla_layers_take_per_layer_sizes_and_windows():
 def test_prophetnet_caches_the_main_stream_of_its_decoder():
     f = facts(model_type="prophetnet", num_decoder_layers=2, hidden_size=64, num_decoder_attention_heads=4)
     assert f.bytes_per_token(F32) == 2 * 2 * 64 * 4
+
+
+def test_qwen4_exp_keeps_indexer_keys_and_one_position_history():
+    f = facts(model_type="qwen4_exp_text", num_hidden_layers=3, hidden_size=16, num_attention_heads=2,
+              num_key_value_heads=1, head_dim=4, indexer_head_dim=4, linear_num_key_heads=1,
+              linear_num_value_heads=1, linear_key_head_dim=4, linear_value_head_dim=4, linear_conv_kernel_dim=2,
+              layer_types=["linear_attention", "indexed_attention", "indexed_attention"])
+    assert kinds(f) == ["linear_state", "full+positions", "full"]
+    # conv (2 x 4 + 4) x 2 and recurrent 4 x 4 in float32; K (4 + indexer 4) and V 4 a token; 3 int64 positions
+    assert f.cache_bytes(10, 1, F32) == (24 + 16 + 2 * 12 * 10) * 4 + 3 * 8 * 10
