@@ -43,7 +43,7 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_atten
             n_group=1, topk_group=1, num_expert_group=1, num_experts_per_token=2, mamba_n_heads=4, mamba_d_head=32,
             mamba_d_ssm=128, layers_block_type=None,
             # towers whose adapters must match the (tiny) hidden size (dots3_note's validate_architecture)
-            adapter_in_dim=64, adapter_out_dim=64, adapter_input_size=64)
+            adapter_in_dim=64, adapter_out_dim=64, adapter_input_size=64, hidden_size_global=64)
 # Fields dropped from TINY where the class derives them: a None there would hide the derived value.
 _NONE_IS_DEFAULT = {"layers_block_type"}
 QWEN4_QSA = {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 8,
@@ -62,6 +62,8 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                # defaults their own validation rejects, which every published config sets: Moshi's
                # audio_vocab_size None, Cohere Compass's empty rope_parameters (it needs one per layer type)
                "moshi": {"audio_vocab_size": 128},
+               # BLT's hashed byte-group embeddings (500,002 rows by default) would take minutes to build
+               "blt": {"encoder_hash_byte_group_vocab": 512, "local_attention_window_len": 8},
                # Qwen4-Exp's indexer sizes default to null, which its model divides (published configs set them)
                "qwen4_exp_text": QWEN4_QSA, "qwen4_exp": {"text_config": QWEN4_QSA},
                "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default",
@@ -79,7 +81,8 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                                       "n_layers_per_attn_res_block": 2, "loop_layer_index_start": 2,
                                       "loop_layer_index_end": 6}}
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config", "speech_config",
-               "perceiver_config", "vq_config", "depth_decoder_config", "backbone_config")
+               "perceiver_config", "vq_config", "depth_decoder_config", "backbone_config", "patcher_config",
+               "global_config")
 
 
 def _tensor_bytes(obj, seen: set, depth: int = 0) -> int:
