@@ -16,6 +16,9 @@ def qwen4_exp_text(c: ConfigReader) -> Built:
     raw = dict(c.raw)
     if raw.get("index_head_dim") is None and raw.get("indexer_head_dim") is not None:
         raw["index_head_dim"] = raw["indexer_head_dim"]
+    types = raw.get("layer_types")
+    if isinstance(types, list):  # transformers 5.17 configuration_qwen4_exp.py names it "qwen_sparse_attention"
+        raw["layer_types"] = ["indexed_attention" if t == "qwen_sparse_attention" else t for t in types]
     inner = ConfigReader(raw, c.where, c.model_type)
     built = generic(inner)
     c.defaults_used.extend(inner.defaults_used)
