@@ -85,6 +85,13 @@ def test_ignore_lists_kvreport_cannot_count_fall_back_with_a_note(ignore, named)
     assert named in w.basis and "weights at the model dtype" in w.basis
 
 
+def test_moe_layout_it_cannot_read_falls_back():
+    facts, raw = kimi()
+    del raw["text_config"]["first_k_dense_replace"]
+    w = engine.weights(facts, raw)
+    assert w.bytes_total == facts.weight_bytes("bfloat16") and "MoE layout is not read" in w.basis
+
+
 def _weights_args(**over):
     args = {"num_bits": 4, "group_size": 32, "strategy": "group", "symmetric": True, "type": "int"}
     return {**args, **over}

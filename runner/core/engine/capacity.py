@@ -124,6 +124,8 @@ def _moe_layers(text: dict) -> int | None:
         return sum(1 for t in types if t != "dense")
     if _int(text, "moe_layer_freq", 1) != 1 or _int(text, "decoder_sparse_step", 1) != 1:
         return None
+    if "n_routed_experts" in text and not isinstance(text.get("first_k_dense_replace"), int):
+        return None  # DeepSeek-family defaults for the dense layers differ by version: not guessed here
     only = text.get("mlp_only_layers") or []
     if not isinstance(only, list):
         return None
