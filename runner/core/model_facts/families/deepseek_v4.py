@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import Built, ConfigReader
 from ..params import embed_params
-from ..specs import CompressedAttentionSpec, SlidingWindowSpec
+from ..specs import CompressedAttentionSpec, LayerCache, SlidingWindowSpec
 
 RATIO_TYPES = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
 
@@ -52,7 +52,7 @@ def deepseek_v4(c: ConfigReader) -> Built:
     if min(rates.values()) < 1 or window < 1:
         raise ModelFactsError(f"{c.where}: compress rates and sliding_window must be positive "
                               f"(model_type {c.model_type})")
-    layers = []
+    layers: list[LayerCache] = []
     for i, kind in enumerate(_layer_types(c, n_layers)):
         if kind == "sliding_attention":
             layers.append((SlidingWindowSpec(1, hd, sliding_window=window),))

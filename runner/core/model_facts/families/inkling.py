@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import Built, ConfigReader, layer_types_from
 from ..params import embed_params
-from ..specs import FullAttentionSpec, ShortConvStateSpec, SlidingWindowSpec
+from ..specs import CacheSpec, FullAttentionSpec, ShortConvStateSpec, SlidingWindowSpec
 
 # hidden_size, layers, kv heads, head_dim, swa kv heads, swa head_dim, window (each config class's defaults)
 DEFAULTS = {"inkling_text": (6144, 66, 8, 128, 16, 128, 512), "inkling2_text": (4608, 48, 8, 128, 8, 128, 1024),
@@ -37,7 +37,7 @@ def inkling(c: ConfigReader) -> Built:
     layers = []
     for i, kind in enumerate(layer_types_from(c, n_layers, ["hybrid_sliding"] * n_layers)):
         if kind == "hybrid_sliding":
-            attn = SlidingWindowSpec(swa_kv, swa_hd, sliding_window=window)
+            attn: CacheSpec = SlidingWindowSpec(swa_kv, swa_hd, sliding_window=window)
             kv_convs = ShortConvStateSpec(2 * swa_kv * swa_hd, kernel, "float32")
         elif kind == "hybrid":
             attn, kv_convs = FullAttentionSpec(kv, hd), ShortConvStateSpec(2 * kv * hd, kernel, "float32")
@@ -46,7 +46,7 @@ def inkling(c: ConfigReader) -> Built:
                                   "(expected 'hybrid' or 'hybrid_sliding')")
         layers.append((attn, kv_convs, hidden_convs))
     if c.model_type == "inkling2_loop_text":
-        loop = c.raw.get("loop_config") if isinstance(c.raw.get("loop_config"), dict) else {}
+        loop: dict = c.raw["loop_config"] if isinstance(c.raw.get("loop_config"), dict) else {}
         start = c._int("loop_config.core_start", loop.get("core_start", c.opt("loop_layer_index_start", 6)))
         end = c._int("loop_config.core_end", loop.get("core_end", c.opt("loop_layer_index_end", 18)))
         passes = c._int("loop_config.num_passes", loop.get("num_passes", c.opt("loop_num_passes", 3)))

@@ -15,7 +15,7 @@ from .generic import generic
 
 
 def _kimi_fields(raw: dict) -> dict:
-    lac = raw.get("linear_attn_config") if isinstance(raw.get("linear_attn_config"), dict) else {}
+    lac: dict = raw["linear_attn_config"] if isinstance(raw.get("linear_attn_config"), dict) else {}
     out = {"linear_head_dim": lac.get("head_dim", raw.get("linear_head_dim", 128)),
            "linear_num_heads": lac.get("num_heads", raw.get("linear_num_heads", 32)),
            "linear_conv_kernel_dim": lac.get("short_conv_kernel_size", raw.get("linear_conv_kernel_dim", 4))}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..common import ModelFactsError
 from ..config import Built, ConfigReader, layer_types_from
 from ..params import embed_params
-from ..specs import FullAttentionSpec, SlidingWindowSpec
+from ..specs import FullAttentionSpec, LayerCache, SlidingWindowSpec
 
 DEFAULT_SOURCES = (0, 0, 0, 3, 4, 5, 5, 5, 5, 0)
 
@@ -35,7 +35,7 @@ def kolibri(c: ConfigReader) -> Built:
         raise ModelFactsError(f"{c.where}: config field 'kv_source_layers' must list {n_layers} layers "
                               f"(model_type {c.model_type})")
     window = c.opt("sliding_window", 513)
-    layers = []
+    layers: list[LayerCache] = []
     for i, kind in enumerate(types):
         if sources[i] != i:
             layers.append(())  # reuses another layer's K/V
