@@ -110,3 +110,33 @@ def test_keys_of_the_users_own_take_the_line_exact_reader(tmp_path):
     finally:
         con.close()
     assert res.readers == {str(log): "line-exact"}
+
+
+def _litellm(i: int, **over) -> dict:
+    rec = {"id": f"req-{i}", "trace_id": f"t{i % 6}", "call_type": "acompletion", "status": "success",
+           "model": "gpt-4o-mini", "custom_llm_provider": "openai", "prompt_tokens": 100 + i,
+           "completion_tokens": 5 + i % 9, "startTime": 1748858400.25 + i, "endTime": 1748858401.5 + i,
+           "cache_hit": False, "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": f"q{i}"}],
+           "metadata": {"usage_object": {"prompt_tokens": 100 + i, "completion_tokens": 5 + i % 9,
+                                         "prompt_tokens_details": {"cached_tokens": (i % 3) * 32}}}}
+    rec.update(over)
+    return rec
+
+
+def test_litellm_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path):
+    fixture = (Path(__file__).parent / "fixtures" / "audit" / "litellm.jsonl").read_text().splitlines()
+    lines = [json.dumps(_litellm(i)) for i in range(400)]
+    odd = [*_ODD, *(line for line in fixture if line.strip()),
+           json.dumps(_litellm(1, metadata=json.dumps({"usage_object": {"cache_read_input_tokens": 7}}))),
+           json.dumps(_litellm(2, cache_hit=True)), json.dumps(_litellm(3, status="failure", error_str="x")),
+           json.dumps(_litellm(4, call_type=None)), json.dumps(_litellm(5, startTime="2025-06-02T10:00:00Z")),
+           '{"call_type": "acompletion", "prompt_tokens": 5, "completion_tokens": 1, "messages":  [ {"a" : 1} ]}',
+           json.dumps(_litellm(6, hidden_params={"usage_object": {"cache_read_input_tokens": 3}}, metadata=None))]
+    for k, line in enumerate(odd):
+        lines.insert(3 + 11 * k, line)
+    log = tmp_path / "litellm.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    reader, tables = _same_audit(log, "litellm", tmp_path)
+    assert reader.startswith("fast, ")
+    rejects = {r["line"]: r["reason"] for r in tables["token_rejects"]}
+    assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"

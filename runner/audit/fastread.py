@@ -11,7 +11,8 @@ from .sqlfiles import run_sql, value
 
 # The API-object shapes the fast reader reads (with their default keys only: a user's key paths are never put
 # into a reader's SQL), and the plan of each.
-FAST_SHAPES = {"openai-chat": "shape-fast-openai", "openai-response": "shape-fast-openai"}
+FAST_SHAPES = {"openai-chat": "shape-fast-openai", "openai-response": "shape-fast-openai",
+               "litellm": "shape-fast-litellm"}
 
 # The fast reader gives up on a file (the line-exact one reads it all) when more than one line in this many
 # needs its raw text (a log whose calls name no session or time: reading those lines again would cost more).

@@ -270,10 +270,11 @@ INGEST = {
     # A bare API object per line (formats.SHAPES): the shape's reader fills _shape, then one step makes calls.
     "shape": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),
               Sql("ingest/calls_from_usage"), Sql("ingest/number_lines")),
-    # The fast reader of a clean file of OpenAI objects with the shape's default keys (fastread.py checks it,
-    # and reads the lines it could not use again with "shape-lines", numbered by $lines).
+    # The fast readers of a clean file of OpenAI objects or LiteLLM lines with the shape's default keys
+    # (fastread.py checks it, and reads the lines it could not use again with "shape-lines", numbered by $lines).
     "shape-fast-openai": (Sql("ingest/openai_object_fast"), Sql("ingest/number_lines"),
                           Sql("ingest/shape_fast_need_raw")),
+    "shape-fast-litellm": (Sql("ingest/litellm_fast"), Sql("ingest/number_lines"), Sql("ingest/shape_fast_need_raw")),
     "shape-lines": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),
                     Sql("ingest/calls_from_usage"), Sql("ingest/lines_of_copy"), Sql("ingest/number_lines")),
     # OpenAI / Anthropic envelopes: parsed straight from the reader (a file the reader refuses fails before
