@@ -21,7 +21,7 @@ C0 = time.process_time()
 
 def main() -> None:
     from kvreport.runner.audit import (dollars, engine, fastread, formats, ingest, kv_pricing, pipeline, prepare,
-                                       prompt_bloat, sqlfiles)
+                                       prompt_bloat, sqlfiles, steps)
     from kvreport.runner.cli import main as cli
 
     seconds: dict[str, float] = defaultdict(float)
@@ -52,7 +52,8 @@ def main() -> None:
                 cpu[name] += time.process_time() - c
         return wrapper
 
-    for module in (engine, ingest, fastread, formats, prepare, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles):  # each imported run_sql by name
+    for module in (engine, ingest, fastread, formats, prepare, dollars, kv_pricing, pipeline, prompt_bloat, sqlfiles,
+                   steps):  # each imported run_sql by name
         module.run_sql = timed_sql
     # Python passes over the log's bytes (linescan.py, called from ingest.py and fastread.py), and the COMMIT of everything (persist less its store steps)
     ingest.scan_lines = timed("(python: the line scan of each file)", ingest.scan_lines)

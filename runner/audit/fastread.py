@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from ..core.errors import is_interrupt
 from . import pipeline
-from .formats import Keys, Source
+from .formats import SHAPES, Keys, Source
 from .linescan import LineScan, _lines_copy
 from .sqlfiles import run_sql, value
+
+# The API-object shapes the fast reader reads (with their default keys only: a user's key paths are never put
+# into a reader's SQL), and the plan of each.
+FAST_SHAPES = {"openai-chat": "shape-fast-openai", "openai-response": "shape-fast-openai",
+               "litellm": "shape-fast-litellm"}
 
 # The fast reader gives up on a file (the line-exact one reads it all) when more than one line in this many
 # needs its raw text (a log whose calls name no session or time: reading those lines again would cost more).
@@ -23,7 +28,11 @@ def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys:
     default buffer. Rows whose result depends on the raw line (ingest/openai_calls.sql need_raw: a line that is
     not a JSON object, an unreadable one, a call without usage, session or time) are then read again, line-
     exactly, at their own line numbers; if there are many, the whole file is read line-exactly instead."""
-    if src.fmt != "openai" or src.layout != "jsonl" or keys or not scan.plain or scan.long or not scan.lines:
+    if src.layout != "jsonl" or keys or not scan.plain or scan.long or not scan.lines:
+        return None
+    if src.fmt in FAST_SHAPES:
+        return _fast_shape(con, src, params, tmpdir, scan)
+    if src.fmt != "openai":
         return None
     before = value(con, "ingest/staged_rows")
     try:
@@ -44,4 +53,34 @@ def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys:
         pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
                      pipeline.IngestParams(**dict(params, path=str(copy), compression="none", lines=again,
                                                   keys=False, fmt=src.fmt)))
+    return f"fast, {len(again):,} lines line-exact" if again else "fast"
+
+
+def _fast_shape(con, src: Source, params: dict, tmpdir: str, scan: LineScan) -> str | None:
+    """fast_path for a file of API objects (FAST_SHAPES) read with its shape's default keys: DuckDB's JSON reader
+    parses each line into the shape's record; the lines it could not (ingest/shape_fast_need_raw.sql) are read
+    again line-exactly, at their own line numbers, by the shape's line-exact reader."""
+    shape = SHAPES[src.fmt]
+    p = dict(params, fmt=src.fmt, tmpdir=tmpdir, src=src, lines=None, shape=shape.sql, root=shape.root,
+             session_keys=list(shape.session_keys), time_keys=list(shape.time_keys), format=src.fmt,
+             time_label=" or ".join(shape.time_keys) or "time")
+    before = value(con, "ingest/staged_rows")
+    try:
+        pipeline.run(con, pipeline.INGEST[FAST_SHAPES[src.fmt]], pipeline.IngestParams(**p))
+    except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        run_sql(con, "ingest/drop_rows_of", source=src.label)
+        return None
+    rows = value(con, "ingest/staged_rows") - before
+    again = [r[0] for r in run_sql(con, "ingest/need_raw_lines", source=src.label).fetchall()]
+    if rows != scan.lines or len(again) * FAST_PATH_RAW_SHARE > rows:
+        run_sql(con, "ingest/drop_rows_of", source=src.label)
+        return None
+    if again:
+        run_sql(con, "ingest/drop_need_raw", source=src.label)
+        copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
+        pipeline.run(con, pipeline.INGEST["shape-lines"] + pipeline.INGEST_END,
+                     pipeline.IngestParams(**dict(p, path=str(copy), compression="none", lines=again,
+                                                  after_rowid=value(con, "ingest/last_rowid"))))
     return f"fast, {len(again):,} lines line-exact" if again else "fast"

@@ -57,6 +57,7 @@ class IngestParams(StepParams):
     tmpdir: str = ""
     src: Source | None = None
     lines: list[int] | None = None     # the line numbers of a partial copy (None: the row order)
+    after_rowid: int | None = None     # a partial copy's rows are those of _staged after this row
     session_keys: list[str] = field(default_factory=list)
     time_keys: list[str] = field(default_factory=list)
     has_session: bool = False
@@ -269,6 +270,13 @@ INGEST = {
     # A bare API object per line (formats.SHAPES): the shape's reader fills _shape, then one step makes calls.
     "shape": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),
               Sql("ingest/calls_from_usage"), Sql("ingest/number_lines")),
+    # The fast readers of a clean file of OpenAI objects or LiteLLM lines with the shape's default keys
+    # (fastread.py checks it, and reads the lines it could not use again with "shape-lines", numbered by $lines).
+    "shape-fast-openai": (Sql("ingest/openai_object_fast"), Sql("ingest/number_lines"),
+                          Sql("ingest/shape_fast_need_raw")),
+    "shape-fast-litellm": (Sql("ingest/litellm_fast"), Sql("ingest/number_lines"), Sql("ingest/shape_fast_need_raw")),
+    "shape-lines": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),
+                    Sql("ingest/calls_from_usage"), Sql("ingest/lines_of_copy"), Sql("ingest/number_lines")),
     # OpenAI / Anthropic envelopes: parsed straight from the reader (a file the reader refuses fails before
     # any INSERT: read first when the keys must look at the lines again).
     "envelope": (Sql("ingest/read_lines", when=user_keys), Sql("ingest/{fmt}"), Sql("ingest/number_lines"),

@@ -1,0 +1,142 @@
+"""The fast reader of OpenAI API-object logs read with their shape's default keys (DuckDB's JSON reader into the
+shape's record, line numbers from the row order) against the line-exact one: the same content must give the same
+audit, every reject at its own line; the lines it cannot judge without their text are read again line-exactly."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvreport.runner.audit import engine
+from kvreport.runner.audit.formats import Keys
+from kvreport.runner.audit.kv_pricing import Memory, Pricing
+from kvreport.runner.core.connections import connect
+from kvreport.runner.core.migrations import apply_steps
+
+
+def _chat(i: int, **over) -> dict:
+    rec = {"id": f"chatcmpl-{i}", "object": "chat.completion", "created": 1748858400 + i * 7,
+           "model": "gpt-4o-mini-2024-07-18", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+           "usage": {"prompt_tokens": 100 + i, "completion_tokens": 5 + i % 9,
+                     "prompt_tokens_details": {"cached_tokens": (i % 3) * 32}},
+           "metadata": {"session_id": f"s{i % 7}"}}
+    rec.update(over)
+    return rec
+
+
+def _response(i: int, **over) -> dict:
+    rec = {"id": f"resp_{i}", "object": "response", "created_at": 1748858400 + i * 7, "status": "completed",
+           "model": "gpt-4o-mini", "usage": {"input_tokens": 100 + i, "output_tokens": 5 + i % 9,
+                                             "input_tokens_details": {"cached_tokens": (i % 3) * 32}},
+           "conversation": {"id": f"conv{i % 5}"}}
+    rec.update(over)
+    return rec
+
+
+# Lines of every kind the fast reader must judge as the line-exact one does: some from the parsed values, some
+# (not JSON, not an object, no usage) by reading them again.
+_ODD = [
+    "{truncated", "[1, 2]", "null", '"text"', "17", '{"usage": "abc"}', "{}",
+    '{"usage": {"prompt_tokens": "12", "completion_tokens": 3}, "created": "2025-06-02T10:00:00Z"}',
+    '{"usage": {"prompt_tokens": 12.0, "completion_tokens": 3}, "created": 1748858400.5}',
+    '{"usage": {"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 9}}}',
+    '{"error": {"code": "x", "message": "boom"}}',
+    '{"usage": {"prompt_tokens": [1], "completion_tokens": {"a": 1}}, "metadata": {"session_id": 7}, "created": true}',
+    '{"usage": {"prompt_tokens": 5, "completion_tokens": 1}, "metadata": {"session_id": "a", "session_id": "b"}}',
+    '{"usage": {"prompt_tokens": 5, "completion_tokens": 1}} trailing',
+    '{"object": "chat.completion.chunk", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}',
+    '{"object": "response", "status": "failed", "error": {"code": "e", "message": "m"}, "usage": null}',
+    '{"usage": {"input_tokens": -3, "output_tokens": 1}, "created_at": 1748858400}',
+]
+
+
+def _audit(path: Path, fmt: str, fast: bool, tmp_path: Path) -> tuple[dict, engine.AuditResult]:
+    con = connect()
+    try:
+        apply_steps(con, 0)
+        res = engine.run_audit(con, [path], engine.AuditOptions(fmt=fmt, fast_read=fast, workdir=str(tmp_path)),
+                               audit_id="a", run_id=None, model="gpt2", pricing=Pricing(36864.0, "formula", "test"),
+                               memory=Memory(None, None))
+        tables = engine.fetch(con, res)
+    finally:
+        con.close()
+    for rows in tables.values():
+        for r in rows:
+            for k in ("created_at", "duration_s"):
+                r.pop(k, None)
+    return tables, res
+
+
+def _same_audit(path: Path, fmt: str, tmp_path: Path) -> tuple[str, dict]:
+    fast, res_fast = _audit(path, fmt, True, tmp_path)
+    exact, res_exact = _audit(path, fmt, False, tmp_path)
+    assert res_exact.readers == {str(path): "line-exact"}
+    for name in exact:  # rows read again are written after the others: the order of rows is no result
+        assert sorted(map(repr, fast[name])) == sorted(map(repr, exact[name])), name
+    return res_fast.readers[str(path)], fast
+
+
+@pytest.mark.parametrize("fmt, record", [("openai-chat", _chat), ("openai-response", _response)])
+def test_odd_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path, fmt, record):
+    lines = [json.dumps(record(i)) for i in range(400)]
+    for k, odd in enumerate(_ODD):
+        lines.insert(3 + 11 * k, odd)
+    log = tmp_path / "objects.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    reader, tables = _same_audit(log, fmt, tmp_path)
+    assert reader.startswith("fast, ")  # the fast reader read it, some lines again
+    rejects = {r["line"]: r["reason"] for r in tables["token_rejects"]}
+    assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"  # "[1, 2]" at index 14
+
+
+def test_a_clean_file_takes_the_fast_reader(tmp_path):
+    log = tmp_path / "clean.jsonl"
+    log.write_text("\n".join(json.dumps(_chat(i)) for i in range(50)))  # no final newline
+    reader, tables = _same_audit(log, "openai-chat", tmp_path)
+    assert reader == "fast" and sum(r["n_calls"] for r in tables["token_audit"]) == 50
+
+
+def test_keys_of_the_users_own_take_the_line_exact_reader(tmp_path):
+    log = tmp_path / "keys.jsonl"
+    log.write_text("\n".join(json.dumps(_chat(i)) for i in range(50)) + "\n")
+    con = connect()
+    try:
+        apply_steps(con, 0)
+        res = engine.run_audit(con, [log], engine.AuditOptions(fmt="openai-chat", keys=Keys(session=("$.id",)),
+                                                                 workdir=str(tmp_path)),
+                               audit_id="a", run_id=None, model="gpt2", pricing=Pricing(36864.0, "formula", "test"),
+                               memory=Memory(None, None))
+    finally:
+        con.close()
+    assert res.readers == {str(log): "line-exact"}
+
+
+def _litellm(i: int, **over) -> dict:
+    rec = {"id": f"req-{i}", "trace_id": f"t{i % 6}", "call_type": "acompletion", "status": "success",
+           "model": "gpt-4o-mini", "custom_llm_provider": "openai", "prompt_tokens": 100 + i,
+           "completion_tokens": 5 + i % 9, "startTime": 1748858400.25 + i, "endTime": 1748858401.5 + i,
+           "cache_hit": False, "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": f"q{i}"}],
+           "metadata": {"usage_object": {"prompt_tokens": 100 + i, "completion_tokens": 5 + i % 9,
+                                         "prompt_tokens_details": {"cached_tokens": (i % 3) * 32}}}}
+    rec.update(over)
+    return rec
+
+
+def test_litellm_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path):
+    fixture = (Path(__file__).parent / "fixtures" / "audit" / "litellm.jsonl").read_text().splitlines()
+    lines = [json.dumps(_litellm(i)) for i in range(400)]
+    odd = [*_ODD, *(line for line in fixture if line.strip()),
+           json.dumps(_litellm(1, metadata=json.dumps({"usage_object": {"cache_read_input_tokens": 7}}))),
+           json.dumps(_litellm(2, cache_hit=True)), json.dumps(_litellm(3, status="failure", error_str="x")),
+           json.dumps(_litellm(4, call_type=None)), json.dumps(_litellm(5, startTime="2025-06-02T10:00:00Z")),
+           '{"call_type": "acompletion", "prompt_tokens": 5, "completion_tokens": 1, "messages":  [ {"a" : 1} ]}',
+           json.dumps(_litellm(6, hidden_params={"usage_object": {"cache_read_input_tokens": 3}}, metadata=None))]
+    for k, line in enumerate(odd):
+        lines.insert(3 + 11 * k, line)
+    log = tmp_path / "litellm.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    reader, tables = _same_audit(log, "litellm", tmp_path)
+    assert reader.startswith("fast, ")
+    rejects = {r["line"]: r["reason"] for r in tables["token_rejects"]}
+    assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"
