@@ -254,3 +254,27 @@ def one_clear_line(r) -> str:
     assert r.returncode != 0 and len(err.splitlines()) == 1, (r.returncode, err[-2000:])
     assert "Traceback" not in err and "internal error" not in err, err
     return err
+
+
+def audit_tables(paths, tmp_path: Path, **options):
+    """The whole audit on an in-memory DB, priced as gpt2's formula: (every audit table's rows but their
+    timings, the AuditResult). `options` are engine.AuditOptions fields (fmt, fast_read, keys...)."""
+    from kvreport.runner.audit import engine
+    from kvreport.runner.audit.kv_pricing import Memory, Pricing
+    from kvreport.runner.core.connections import connect
+    from kvreport.runner.core.migrations import apply_steps
+
+    con = connect()
+    try:
+        apply_steps(con, 0)
+        res = engine.run_audit(con, list(paths), engine.AuditOptions(workdir=str(tmp_path), **options),
+                               audit_id="a", run_id=None, model="gpt2", pricing=Pricing(36864.0, "formula", "test"),
+                               memory=Memory(None, None))
+        tables = engine.fetch(con, res)
+    finally:
+        con.close()
+    for rows in tables.values():
+        for r in rows:
+            for k in ("created_at", "duration_s"):
+                r.pop(k, None)
+    return tables, res

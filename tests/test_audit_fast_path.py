@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import audit_tables
+
 from kvreport.runner.audit import engine, fastread, linescan
-from kvreport.runner.audit.kv_pricing import Memory, Pricing
-from kvreport.runner.core.connections import connect
-from kvreport.runner.core.migrations import apply_steps
 
 
 def _env(i: int, **over) -> dict:
@@ -65,20 +64,7 @@ def _write(path: Path, lines: list[str], end: str = "\n") -> Path:
 
 def _audit(paths: list[Path], fast: bool, tmp_path: Path) -> tuple[dict, engine.AuditResult]:
     """The whole audit on an in-memory DB; every audit table's rows but the ids and timings."""
-    con = connect()
-    try:
-        apply_steps(con, 0)
-        res = engine.run_audit(con, paths, engine.AuditOptions(fast_read=fast, workdir=str(tmp_path)),
-                               audit_id="a", run_id=None, model="gpt2", pricing=Pricing(36864.0, "formula", "test"),
-                               memory=Memory(None, None))
-        tables = engine.fetch(con, res)
-    finally:
-        con.close()
-    for rows in tables.values():
-        for r in rows:
-            for k in ("created_at", "duration_s"):
-                r.pop(k, None)
-    return tables, res
+    return audit_tables(paths, tmp_path, fast_read=fast)
 
 
 def _same_audit(path: Path, tmp_path: Path) -> dict[str, str]:

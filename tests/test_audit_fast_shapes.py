@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import audit_tables
+
 from kvreport.runner.audit import engine
 from kvreport.runner.audit.formats import Keys
 from kvreport.runner.audit.kv_pricing import Memory, Pricing
@@ -52,20 +54,7 @@ _ODD = [
 
 
 def _audit(path: Path, fmt: str, fast: bool, tmp_path: Path) -> tuple[dict, engine.AuditResult]:
-    con = connect()
-    try:
-        apply_steps(con, 0)
-        res = engine.run_audit(con, [path], engine.AuditOptions(fmt=fmt, fast_read=fast, workdir=str(tmp_path)),
-                               audit_id="a", run_id=None, model="gpt2", pricing=Pricing(36864.0, "formula", "test"),
-                               memory=Memory(None, None))
-        tables = engine.fetch(con, res)
-    finally:
-        con.close()
-    for rows in tables.values():
-        for r in rows:
-            for k in ("created_at", "duration_s"):
-                r.pop(k, None)
-    return tables, res
+    return audit_tables([path], tmp_path, fmt=fmt, fast_read=fast)
 
 
 def _same_audit(path: Path, fmt: str, tmp_path: Path) -> tuple[str, dict]:

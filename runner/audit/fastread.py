@@ -3,6 +3,8 @@ reader would make of it (line numbers from the row order), and the lines whose r
 read again line-exactly. Used only where that gives exactly what the line-exact reader gives."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..core.errors import is_interrupt
 from . import pipeline
 from .formats import SHAPES, Keys, Source
@@ -34,27 +36,11 @@ def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys:
         return _fast_shape(con, src, params, tmpdir, scan)
     if src.fmt != "openai":
         return None
-    before = value(con, "ingest/staged_rows")
-    try:
-        pipeline.run(con, pipeline.INGEST["openai-fast"], pipeline.IngestParams(**dict(params, lines=None)))
-    except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
-        if is_interrupt(exc):
-            raise KeyboardInterrupt from None
-        run_sql(con, "ingest/drop_rows_of", source=src.label)
-        return None
-    rows = value(con, "ingest/staged_rows") - before
-    again = [r[0] for r in run_sql(con, "ingest/need_raw_lines", source=src.label).fetchall()]
-    if rows != scan.lines or len(again) * FAST_PATH_RAW_SHARE > rows:
-        run_sql(con, "ingest/drop_rows_of", source=src.label)
-        return None
-    if again:
-        run_sql(con, "ingest/drop_need_raw", source=src.label)
-        copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
-        pipeline.run(con, pipeline.INGEST["envelope-openai"] + pipeline.INGEST_END,
-                     pipeline.IngestParams(**dict(params, path=str(copy), compression="none", lines=again,
-                                                  keys=False, fmt=src.fmt)))
-    return f"fast, {len(again):,} lines line-exact" if again else "fast"
-
+    return _fast_then_exact(
+        con, src, scan, tmpdir, pipeline.INGEST["openai-fast"], pipeline.IngestParams(**dict(params, lines=None)),
+        pipeline.INGEST["envelope-openai"],
+        lambda copy, again: pipeline.IngestParams(**dict(params, path=copy, compression="none", lines=again,
+                                                         keys=False, fmt=src.fmt)))
 
 def _fast_shape(con, src: Source, params: dict, tmpdir: str, scan: LineScan) -> str | None:
     """fast_path for a file of API objects (FAST_SHAPES) read with its shape's default keys: DuckDB's JSON reader
@@ -64,9 +50,21 @@ def _fast_shape(con, src: Source, params: dict, tmpdir: str, scan: LineScan) -> 
     p = dict(params, fmt=src.fmt, tmpdir=tmpdir, src=src, lines=None, shape=shape.sql, root=shape.root,
              session_keys=list(shape.session_keys), time_keys=list(shape.time_keys), format=src.fmt,
              time_label=" or ".join(shape.time_keys) or "time")
+    return _fast_then_exact(
+        con, src, scan, tmpdir, pipeline.INGEST[FAST_SHAPES[src.fmt]], pipeline.IngestParams(**p),
+        pipeline.INGEST["shape-lines"],
+        lambda copy, again: pipeline.IngestParams(**dict(p, path=copy, compression="none", lines=again,
+                                                         after_rowid=value(con, "ingest/last_rowid"))))
+
+
+def _fast_then_exact(con, src: Source, scan: LineScan, tmpdir: str, fast: tuple, fast_params: pipeline.IngestParams,
+                     exact: tuple, exact_params: Callable[[str, list[int]], pipeline.IngestParams]) -> str | None:
+    """Run the fast reader `fast`; the rows that need their raw line are dropped and those lines read again by
+    `exact`, at their own line numbers. None, with nothing of the file kept, where the fast reader fails, its
+    rows do not match the line count, or too many lines need reading again."""
     before = value(con, "ingest/staged_rows")
     try:
-        pipeline.run(con, pipeline.INGEST[FAST_SHAPES[src.fmt]], pipeline.IngestParams(**p))
+        pipeline.run(con, fast, fast_params)
     except Exception as exc:  # noqa: BLE001 - whatever the fast reader cannot do, the line-exact one does
         if is_interrupt(exc):
             raise KeyboardInterrupt from None
@@ -80,7 +78,5 @@ def _fast_shape(con, src: Source, params: dict, tmpdir: str, scan: LineScan) -> 
     if again:
         run_sql(con, "ingest/drop_need_raw", source=src.label)
         copy = _lines_copy(src.path, tmpdir, again, scan.chunk_lines)
-        pipeline.run(con, pipeline.INGEST["shape-lines"] + pipeline.INGEST_END,
-                     pipeline.IngestParams(**dict(p, path=str(copy), compression="none", lines=again,
-                                                  after_rowid=value(con, "ingest/last_rowid"))))
+        pipeline.run(con, exact + pipeline.INGEST_END, exact_params(str(copy), again))
     return f"fast, {len(again):,} lines line-exact" if again else "fast"
