@@ -2,9 +2,14 @@
 model facts), audit/ (token audits, on the core), measure/ (torch: models, probes, experiments; used only by
 `kvreport run`), and the CLI (cli.py, commands/) composing them with ../analysis."""
 
-from importlib import metadata as _metadata
 
-try:
-    __version__ = _metadata.version("kvreport")  # one source of truth: pyproject.toml
-except _metadata.PackageNotFoundError:  # running from a checkout that was never installed
-    __version__ = "0+unknown"
+def __getattr__(name: str) -> str:
+    # Looked up when asked for: importlib.metadata costs a command's start-up more than typer's whole help.
+    if name != "__version__":
+        raise AttributeError(name)
+    from importlib import metadata
+
+    try:
+        return metadata.version("kvreport")  # one source of truth: pyproject.toml
+    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
+        return "0+unknown"

@@ -9,33 +9,56 @@ from typing import Annotated
 
 import typer
 
-from . import __version__
-from .commands import audit, build, export, findings, merge, migrate, models, replay, run
 from .core.errors import UserError, is_interrupt
 from .core.errors import shown
 
-# rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None,
-                  help="Measure what the KV cache really costs, and publish it as a static site.")
+# The modules of runner/commands/, in the order the root help lists them. A command line that names one
+# imports only that module (its library is imported when it runs): `kvreport audit --help` loads no model
+# facts, engine or replay code. The root help, or a name nobody knows, builds the app of all of them.
+COMMANDS = ("run", "build", "export", "models", "audit", "replay", "findings", "migrate", "merge")
 
 
 def _version(value: bool) -> None:
     if value:
+        from . import __version__
+
         typer.echo(f"kvreport {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False) -> None:
     """Measure what the KV cache really costs, and publish it as a static site."""
 
 
-# Registered once, when this module is imported (main() may run many times in one process: tests, embedding).
-# Importing commands/run.py does not import torch: it imports the measuring code only when a run starts.
-for _command in (run, build, export, models, audit, replay, findings, migrate, merge):
-    _command.register(app)
+_apps: dict[str | None, typer.Typer] = {}
+
+
+def app_for(argv: list[str]) -> typer.Typer:
+    """The app for this command line: the one command it names, or all of them. Built once per name and kept
+    (main() may run many times in one process: tests, a program embedding kvreport)."""
+    # The root's only options (--help, --version) take no value, so the first word without a dash is the command.
+    name = next((a for a in argv if not a.startswith("-")), None)
+    key = name if name in COMMANDS else None
+    if key not in _apps:
+        # rich_markup_mode=None: plain Click help, which shows flags as flags (rich help prints "<bool>" beside them).
+        app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                          rich_markup_mode=None,
+                          help="Measure what the KV cache really costs, and publish it as a static site.")
+        app.callback()(_root)
+        # Importing commands/run.py does not import torch: it imports the measuring code only when a run starts.
+        for command in (key,) if key else COMMANDS:
+            # __import__, not importlib.import_module: the import statement's own path, which `-X importtime`
+            # (and tests/test_layers.py, which reads it) sees.
+            __import__(f"{__package__}.commands.{command}", fromlist=["register"]).register(app)
+        _apps[key] = app
+    return _apps[key]
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":  # every command: for documentation and tests that list them
+        return app_for([])
+    raise AttributeError(name)
 
 
 def _click_exception_class() -> type:
@@ -91,10 +114,11 @@ def _stopped(terminated: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else [str(a) for a in argv]
     with _sigterm_raises_terminated() as sigterms:
         try:
             # Not standalone, so our handlers below see errors; typer then *returns* exit codes (Ctrl-C: 130).
-            code = app(args=argv, standalone_mode=False, prog_name="kvreport")
+            code = app_for(args)(args=args, standalone_mode=False, prog_name="kvreport")
             if isinstance(code, int) and code != 0:
                 if code == 130:
                     _stopped(bool(sigterms))

@@ -335,3 +335,23 @@ def test_findings_label_a_standalone_audit_as_an_audit(tmp_path):
     assert r.returncode == 0, r.stderr
     audit_lines = [line for line in r.stdout.splitlines() if "Traffic audit of" in line]
     assert audit_lines and all(line.startswith("audit ") for line in audit_lines)
+
+
+def test_a_command_loads_only_its_own_module():
+    """`kvreport audit --help` builds the audit command alone: no model facts, engine, replay, DuckDB or
+    importlib.metadata (each costs start-up more than the help itself); the root help lists every command."""
+    code = ("import sys; from kvreport.runner.cli import main\n"
+            "try:\n    main(['audit', '--help'])\nexcept SystemExit as e:\n    assert not e.code\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('duckdb', 'torch', 'importlib.metadata')\n"
+            "               or m.startswith(('kvreport.runner.core.model_facts', 'kvreport.runner.core.engine',\n"
+            "                                'kvreport.runner.replay', 'kvreport.runner.commands.models',\n"
+            "                                'kvreport.runner.audit.api')))\n"
+            "assert not heavy, heavy\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "--idle-timeout" in r.stdout
+
+    from kvreport.runner import cli
+
+    listed = [c.name for c in cli.app.registered_commands]
+    assert listed == list(cli.COMMANDS)

@@ -25,14 +25,11 @@ from ..core.events import Event, Kind, OnEvent, ignore
 from ..core.scratch import db_file
 from ..core.store import Store, connect, scratch_dir, shown
 from .formats import FORMATS
-from .kv_pricing import DEFAULT_GPU, UNPRICED_NOTICE, gpu_memory
+from .defaults import DEFAULT_GPU, DEFAULT_MEMORY_LIMIT
+from .kv_pricing import UNPRICED_NOTICE, gpu_memory
 
-# The engine, prices and tokenizers are imported by `audit` itself, not here: the command
-# line imports this module to check its options, and `kvreport audit --help` should not pay for the rest.
-
-# DuckDB's share of memory; beyond it DuckDB spills to the scratch folder. The whole process peaks above it by
-# what DuckDB does not count (Python, imports, buffers): README gives the measured figures.
-DEFAULT_MEMORY_LIMIT = "350MB"
+# The engine, prices and tokenizers are imported by `audit` itself, not here: an audit that needs none of them
+# should not pay for them.
 _MIN_MEMORY = 64e6  # DuckDB refuses less than it already holds, and an audit needs room for its buffers
 _MAX_MEMORY = 2**50  # 1 PiB: DuckDB refuses far larger sizes with a parser error
 # Sanity ceilings far past any real setting (not facts): an absurd value (1e308) never becomes an overflow.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..core.errors import UserError
 from ..core.model_facts import ModelFactsError, load
+from .defaults import DEFAULT_GPU
 from .sqlfiles import run_sql, value
 
 # Distinct caps the SQL curve has slots for (sql/setup/macros.sql kv_bytes_at); real models have one or two.
@@ -156,7 +157,6 @@ def api_model_hint(model: str) -> str | None:
             "`kvreport models`, or a config.json), or give --kv-bytes-per-token N")
 
 
-DEFAULT_GPU = "H100 80GB"
 # Memory of GPUs named without a size, in datasheet GB (10^9 bytes). H100 SXM: 80 GB HBM3
 # (glennklockwood.com/garden/processors/h100, "Specifications"); H200: 141 GB HBM3e
 # (lzwjava.github.io/nvidia-h200-gpu-specs-en, table "GPU Memory"). A name with a size ("A100 40GB", "48GB")

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..audit.api import DEFAULT_MEMORY_LIMIT, AuditRequest, audit as audit_logs
-from ..audit.kv_pricing import DEFAULT_GPU
+from ..audit.defaults import DEFAULT_GPU, DEFAULT_MEMORY_LIMIT
 from .output import Output, audit_lines
 
 
@@ -82,6 +81,8 @@ def audit(
                                                             "nothing.")] = False,
 ):
     """Audit LLM traffic logs: PCER, SPOR, KV-cache footprint and leakage, TTL eviction, prompt bloat."""
+    from ..audit.api import AuditRequest, audit as audit_logs  # here, not above: `audit --help` needs neither
+
     request = AuditRequest(fmt=format, model=model, kv_bytes_per_token=kv_bytes_per_token, tokenizer=tokenizer,
                            idle_timeout=idle_timeout, strict=strict, spor_max=spor_max, kv_max_mb=kv_max_mb,
                            memory_limit=memory_limit, prices=prices, gpu_hour_price=gpu_hour_price, gpu=gpu,

@@ -9,7 +9,6 @@ from typing import Any, Callable
 
 import typer
 
-from ..audit import guardrails
 from ..core.events import Event, Kind
 
 
@@ -124,6 +123,8 @@ def _usd(v) -> str:
 def audit_lines(result, request) -> list[str]:
     """What `kvreport audit` prints once the audit (an audit.api.AuditResult of `request`) is stored: where it
     went, the figures, the cost, the first rejects, what was skipped."""
+    from ..audit import guardrails  # imports the model facts: only once there is an audit to print
+
     s = result.summary
     out = [f"{result.audit_id}: {s['n_calls']:,} calls in {s['n_sessions']:,} sessions from {len(result.sources)} "
            f"file(s) ({s['format']}) -> {result.db}",
