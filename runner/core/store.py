@@ -83,8 +83,7 @@ class Store:
                 raise StoreError(f"{shown(self.path)}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
                 raise StoreError(f"{shown(self.path)}: cannot write here (permission denied)")
-        if not read_only and not self.path.exists():
-            self._create()
+        created = not read_only and not self.path.exists() and self._create()
         self._check_magic()
         try:
             self.con = connect(self.path, read_only=read_only, sealed=read_only,
@@ -92,7 +91,9 @@ class Store:
         except duckdb.Error as exc:
             raise StoreError(f"{shown(self.path)}: {_open_problem(exc)}") from None
         try:
-            refuse_foreign_objects(self.con, self.path, self.target_version, None if self.own_steps else self.steps)
+            if not created:  # a file this process has just made holds kvreport's schema and nothing else
+                refuse_foreign_objects(self.con, self.path, self.target_version,
+                                       None if self.own_steps else self.steps)
             self._check_and_migrate()
         except duckdb.Error as exc:  # a damaged block shows only when a table is read
             self.con.close()
@@ -101,9 +102,10 @@ class Store:
             self.con.close()
             raise
 
-    def _create(self) -> None:
+    def _create(self) -> bool:
         """A new DB file appears whole (every schema step applied) or not at all, and two processes
-        creating the same path never remove each other's file (new_db_file)."""
+        creating the same path never remove each other's file (new_db_file). False if another process
+        made the file first (it is then opened, and checked, as theirs)."""
         tmp = None
         try:
             with new_db_file(self.path) as tmp:
@@ -115,12 +117,13 @@ class Store:
                 finally:
                     con.close()
         except DBAppeared:
-            pass  # another process made it first: open theirs
+            return False  # another process made it first: open theirs
         except Exception as exc:  # noqa: BLE001 - duckdb's errors (a full disk): one line naming the file
             if isinstance(exc, UserError) or type(exc).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
                 raise
             why = _first_line(exc).replace(str(tmp), str(self.path)) if tmp else _first_line(exc)
             raise StoreError(f"{shown(self.path)}: cannot create the DB file ({why})") from None
+        return True
 
     def _check_magic(self) -> None:
         """A file that is not DuckDB's is named for what it is, before DuckDB guesses (it would hand a
