@@ -210,6 +210,25 @@ def spread(medians: list, lows: list, highs: list) -> dict:
                 arrayminus=[m - lo for m, lo in zip(medians, lows)], thickness=1.2)
 
 
+def measured_line(rows: list[dict], x: str, y: str, low: str, high: str, name: str, **style) -> go.Scatter:
+    """One measured series: the medians (`y` against `x`) as lines and markers with `low`-`high` error bars
+    (p25-p75), and the points whose spread the experiment flagged (`spread_wide`) hollow."""
+    return go.Scatter(x=[r[x] for r in rows], y=[r[y] for r in rows], name=name, mode="lines+markers", **style,
+                      marker=noisy_markers([r["spread_wide"] for r in rows]),
+                      error_y=spread([r[y] for r in rows], [r[low] for r in rows], [r[high] for r in rows]))
+
+
+def scale_axes(fig: go.Figure, log_x: bool = False, log_y: bool = False) -> None:
+    """Logarithmic axes where asked; a linear y axis starts at zero, so a flat line near its value does not
+    look like a cliff."""
+    if log_x:
+        fig.update_xaxes(type="log")
+    if log_y:
+        fig.update_yaxes(type="log")
+    else:
+        fig.update_yaxes(rangemode="tozero")
+
+
 def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: str, x_title: str,
           y_title: str, log_x: bool = False, log_y: bool = False, markers: bool = True,
           hlines: list[tuple[float, str]] | None = None, rows: list[dict] | None = None,
@@ -222,12 +241,7 @@ def lines(chart_id: str, series: dict[str, tuple[list, list]], title: str, alt: 
                                  mode="lines+markers" if markers else "lines"))
     reference_lines(fig, hlines or [])
     fig.update_layout(showlegend=True)  # a lone line still says what it is (Plotly hides a one-trace legend)
-    if log_x:
-        fig.update_xaxes(type="log")
-    if log_y:
-        fig.update_yaxes(type="log")
-    else:
-        fig.update_yaxes(rangemode="tozero")  # a flat line near its value should not look like a cliff
+    scale_axes(fig, log_x, log_y)
     return make_chart(chart_id, fig, title, alt, x_title, y_title, rows, columns, x_unit, y_unit)
 
 

@@ -41,7 +41,7 @@ def sql_text(name: str, folder=QUERY_DIR) -> str:
 
 
 def all_query_names(folder=QUERY_DIR) -> list[str]:
-    # `_*.sql` are not queries: _macros.sql defines helpers for the others.
+    # `_*.sql` are not queries: _macros.sql defines helpers for the others; claim_*.sql include _claim_ledger.sql.
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".sql") and not p.name.startswith("_"))
 
 

@@ -28,6 +28,14 @@ def config_key(run: dict) -> tuple:
     return (run.get("device_name") or "", run.get("model") or "", run.get("dtype") or "")
 
 
+def run_configs(con) -> list[dict]:
+    """Every run's id and configuration (device_name, model, dtype: what config_key reads), one narrow row per
+    run: `kvreport findings` needs no more of a run, and a DB of a million runs would not fit as runs.sql's."""
+    cur = con.execute("SELECT run_id, device_name, model, dtype FROM runs ORDER BY run_id")
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
 def latest_per_config(run_ids, runs: list[dict]) -> set[int]:
     """The newest run of each configuration among `run_ids`; `runs` are the rows of queries/runs.sql."""
     by_id = {r["run_id"]: r for r in runs}
@@ -83,8 +91,8 @@ def shown(con, extra_runs=(), max_runs: int = MAX_RUNS, max_configs: int = MAX_C
               "extra": [int(r) for r in extra_runs]}
     con.execute("CREATE OR REPLACE TEMP TABLE _shown_runs AS " + _query("shown_runs"), params)
     con.execute("CREATE OR REPLACE TEMP TABLE _shown_audits AS " + _query("shown_audits"), {"max_audits": max_audits})
-    con.execute("CREATE OR REPLACE TEMP TABLE _shown_replays AS " + _query("shown_replays"),
-                {"max_replays": max_replays})
+    con.execute("CREATE OR REPLACE TEMP TABLE _shown_replays AS SELECT replay_id FROM replays "  # the newest
+                "ORDER BY created_at DESC NULLS LAST, replay_id DESC LIMIT $max_replays", {"max_replays": max_replays})
     (n_runs, n_configs, n_configs_shown, n_audits, n_audits_shown, n_replays, n_replays_shown) = con.execute(
         _query("shown_counts")).fetchone()
     run_ids = [r for (r,) in con.execute("SELECT run_id FROM _shown_runs ORDER BY run_id").fetchall()]

@@ -5,6 +5,7 @@ mode and the keyboard work (long tables sort from the keyboard); plotly loads on
 no page scrolls sideways at 1280 or 390 px; and the XSS payloads written into the DB never execute."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import shutil
@@ -77,6 +78,20 @@ def _watch(page) -> list[str]:
     return problems
 
 
+@contextlib.contextmanager
+def _watched_page(browser, **context):
+    """A page in a fresh browser context (`context`: new_context's options); a console error or warning, a
+    failed request or a dialog on it (_watch) fails the test when the block ends. The context is closed."""
+    ctx = browser.new_context(**context)
+    try:
+        page = ctx.new_page()
+        problems = _watch(page)
+        yield page
+        assert problems == []
+    finally:
+        ctx.close()
+
+
 def _check_page(page, url: str) -> list[str]:
     """Load; every chart rendered, plotly loaded exactly where a chart is drawn, and the page itself does not
     scroll sideways (wide tables scroll inside their wrapper). Returns the page's local links."""
@@ -96,136 +111,112 @@ def _pages(site: Path) -> list[str]:
 
 
 def test_every_page_over_file_url(browser, built_site):
-    ctx = browser.new_context(viewport=DESKTOP)
-    page = ctx.new_page()
-    problems = _watch(page)
-    n_charts = 0
-    for name in _pages(built_site):
-        links = _check_page(page, (built_site / name).as_uri())
-        n_charts += len(page.evaluate(CHARTS_JS))
-        for link in links:
-            parts = urlsplit(link)
-            target = Path(parts.path)
-            assert target.is_file(), f"{name}: {link} does not resolve"
-            assert built_site.resolve() in target.resolve().parents, f"{name}: {link} leaves the site"
-    assert problems == []
+    with _watched_page(browser, viewport=DESKTOP) as page:
+        n_charts = 0
+        for name in _pages(built_site):
+            links = _check_page(page, (built_site / name).as_uri())
+            n_charts += len(page.evaluate(CHARTS_JS))
+            for link in links:
+                parts = urlsplit(link)
+                target = Path(parts.path)
+                assert target.is_file(), f"{name}: {link} does not resolve"
+                assert built_site.resolve() in target.resolve().parents, f"{name}: {link} leaves the site"
     assert n_charts >= 3
-    ctx.close()
 
 
 def test_every_page_over_http_under_a_sub_path_on_a_phone(browser, built_site, server):
-    ctx = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    page = ctx.new_page()
-    problems = _watch(page)
-    checked: set[str] = set()
-    for name in _pages(built_site):
-        url = urljoin(server, name)
-        links = _check_page(page, url)
-        for link in links:
-            link = link.split("#")[0]
-            assert urlsplit(link).path.startswith(SUB_PATH), f"{name}: {link} escapes {SUB_PATH}"
-            if link not in checked:
-                checked.add(link)
-                resp = page.request.get(link)
-                assert resp.status == 200, f"{name}: {link} -> {resp.status}"
-    assert problems == []
-    ctx.close()
+    with _watched_page(browser, viewport=PHONE, is_mobile=True, has_touch=True) as page:
+        checked: set[str] = set()
+        for name in _pages(built_site):
+            url = urljoin(server, name)
+            links = _check_page(page, url)
+            for link in links:
+                link = link.split("#")[0]
+                assert urlsplit(link).path.startswith(SUB_PATH), f"{name}: {link} escapes {SUB_PATH}"
+                if link not in checked:
+                    checked.add(link)
+                    resp = page.request.get(link)
+                    assert resp.status == 200, f"{name}: {link} -> {resp.status}"
 
 
 @pytest.mark.parametrize("where, viewport", [("file", PHONE), ("http", DESKTOP)])
 def test_no_page_scrolls_sideways(browser, built_site, server, where, viewport):
     """The other two combinations of scheme and width (the tests above cover file:// on a desktop and HTTP
     on a phone); _check_page asserts the overflow, the charts and where plotly loads."""
-    ctx = browser.new_context(viewport=viewport)
-    page = ctx.new_page()
-    problems = _watch(page)
-    for name in _pages(built_site):
-        _check_page(page, (built_site / name).as_uri() if where == "file" else urljoin(server, name))
-    assert problems == []
-    ctx.close()
+    with _watched_page(browser, viewport=viewport) as page:
+        for name in _pages(built_site):
+            _check_page(page, (built_site / name).as_uri() if where == "file" else urljoin(server, name))
 
 
 def test_long_tables_sort_by_keyboard(browser, built_site):
-    ctx = browser.new_context(viewport=DESKTOP)
-    page = ctx.new_page()
-    problems = _watch(page)
-    sortable = [n for n in _pages(built_site) if 'class="sortable' in (built_site / n).read_text(encoding="utf-8")]
-    assert sortable, "no table long enough to sort in the fixture site: nothing was tested"
-    page.goto((built_site / sortable[0]).as_uri(), wait_until="load")
-    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")  # folded tables
-    table = page.locator("table.sortable").first
-    # The first numeric column (cells carry data-sort) is sorted by focusing its header button and pressing Enter.
-    col = page.evaluate("""() => { const t = document.querySelector('table.sortable');
-        return Array.from(t.tBodies[0].rows[0].cells).findIndex(c => c.hasAttribute('data-sort')); }""")
-    assert col >= 0
-    button = table.locator("thead th").nth(col).locator("button")
-    button.focus()
-    values = """(i) => Array.from(document.querySelector('table.sortable').tBodies[0].rows)
-        .map(r => r.cells[i].getAttribute('data-sort')).filter(v => v !== null).map(Number)"""
-    page.keyboard.press("Enter")
-    up = page.evaluate(values, col)
-    assert up == sorted(up) and len(up) > 15
-    assert table.locator("thead th").nth(col).get_attribute("aria-sort") == "ascending"
-    page.keyboard.press("Space")
-    down = page.evaluate(values, col)
-    assert down == sorted(up, reverse=True)
-    assert table.locator("thead th").nth(col).get_attribute("aria-sort") == "descending"
-    assert problems == []
-    ctx.close()
+    with _watched_page(browser, viewport=DESKTOP) as page:
+        sortable = [n for n in _pages(built_site) if 'class="sortable' in (built_site / n).read_text(encoding="utf-8")]
+        assert sortable, "no table long enough to sort in the fixture site: nothing was tested"
+        page.goto((built_site / sortable[0]).as_uri(), wait_until="load")
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")  # folded tables
+        table = page.locator("table.sortable").first
+        # The first numeric column (cells carry data-sort) is sorted by focusing its header button and pressing Enter.
+        col = page.evaluate("""() => { const t = document.querySelector('table.sortable');
+            return Array.from(t.tBodies[0].rows[0].cells).findIndex(c => c.hasAttribute('data-sort')); }""")
+        assert col >= 0
+        button = table.locator("thead th").nth(col).locator("button")
+        button.focus()
+        values = """(i) => Array.from(document.querySelector('table.sortable').tBodies[0].rows)
+            .map(r => r.cells[i].getAttribute('data-sort')).filter(v => v !== null).map(Number)"""
+        page.keyboard.press("Enter")
+        up = page.evaluate(values, col)
+        assert up == sorted(up) and len(up) > 15
+        assert table.locator("thead th").nth(col).get_attribute("aria-sort") == "ascending"
+        page.keyboard.press("Space")
+        down = page.evaluate(values, col)
+        assert down == sorted(up, reverse=True)
+        assert table.locator("thead th").nth(col).get_attribute("aria-sort") == "descending"
 
 
 def test_dark_theme_and_keyboard(browser, built_site):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
-    page = ctx.new_page()
-    problems = _watch(page)
-    page.goto((built_site / "memory.html").as_uri(), wait_until="load")
-    bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
-    assert bg == "rgb(15, 23, 42)", bg
-    # Plotly draws axis labels in the dark theme's light ink.
-    tick = page.evaluate("() => getComputedStyle(document.querySelector('.plot .xtick text')).fill")
-    assert tick == "rgb(226, 232, 240)", tick
-    page.keyboard.press("Tab")
-    assert page.evaluate("() => document.activeElement.className") == "skip"
-    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
-    assert outline != "none"
-    page.keyboard.press("Enter")
-    assert page.evaluate("() => document.activeElement.id") == "main"
-    page.keyboard.press("Tab")  # the next stop is inside the content, not back in the header
-    inside = page.evaluate("() => document.getElementById('main').contains(document.activeElement)")
-    assert inside
-    assert problems == []
-    ctx.close()
+    with _watched_page(browser, viewport={"width": 1280, "height": 900}, color_scheme="dark") as page:
+        page.goto((built_site / "memory.html").as_uri(), wait_until="load")
+        bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        assert bg == "rgb(15, 23, 42)", bg
+        # Plotly draws axis labels in the dark theme's light ink.
+        tick = page.evaluate("() => getComputedStyle(document.querySelector('.plot .xtick text')).fill")
+        assert tick == "rgb(226, 232, 240)", tick
+        page.keyboard.press("Tab")
+        assert page.evaluate("() => document.activeElement.className") == "skip"
+        outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+        assert outline != "none"
+        page.keyboard.press("Enter")
+        assert page.evaluate("() => document.activeElement.id") == "main"
+        page.keyboard.press("Tab")  # the next stop is inside the content, not back in the header
+        inside = page.evaluate("() => document.getElementById('main').contains(document.activeElement)")
+        assert inside
 
 
 def test_xss_payloads_never_execute(browser, payload_site):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = ctx.new_page()
-    problems = _watch(page)
-    shown = 0
-    for name in _pages(payload_site):
-        page.goto((payload_site / name).as_uri(), wait_until="load")
-        # Fire the events an attribute payload would hook: hover, focus and click on every element.
-        page.evaluate("""() => document.querySelectorAll('body *').forEach(e => {
-            for (const t of ['mouseover', 'mouseenter', 'focus', 'load', 'error'])
-              e.dispatchEvent(new Event(t, {bubbles: true}));
-          })""")
-        page.mouse.move(300, 300)
-        page.mouse.move(600, 500)
-        assert page.evaluate("() => window.__xss") is None, f"{name}: a payload ran (window.__xss set)"
-        imgs = page.evaluate("() => Array.from(document.images).map(i => i.getAttribute('src'))")
-        assert all(src.startswith("assets/") for src in imgs), f"{name}: injected image {imgs}"
-        injected = page.evaluate("""() => Array.from(document.querySelectorAll('*')).filter(
-            e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length""")
-        assert injected == 0, f"{name}: an element carries an on* handler"
-        text = page.evaluate("() => document.body.innerText")
-        shown += text.count("<script>window.__xss=1</script>")
-        # In charts, Plotly shows the payload as text (entity-escaped), it does not parse it as markup.
-        legend = page.evaluate("() => Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)")
-        if name == "memory.html":
-            assert any('<img src=x onerror="window.__xss=3">' in t for t in legend), legend
-    assert shown > 0, "the payload text never appeared on a page: nothing was tested"
-    assert problems == []
-    ctx.close()
+    with _watched_page(browser, viewport={"width": 1280, "height": 900}) as page:
+        shown = 0
+        for name in _pages(payload_site):
+            page.goto((payload_site / name).as_uri(), wait_until="load")
+            # Fire the events an attribute payload would hook: hover, focus and click on every element.
+            page.evaluate("""() => document.querySelectorAll('body *').forEach(e => {
+                for (const t of ['mouseover', 'mouseenter', 'focus', 'load', 'error'])
+                  e.dispatchEvent(new Event(t, {bubbles: true}));
+              })""")
+            page.mouse.move(300, 300)
+            page.mouse.move(600, 500)
+            assert page.evaluate("() => window.__xss") is None, f"{name}: a payload ran (window.__xss set)"
+            imgs = page.evaluate("() => Array.from(document.images).map(i => i.getAttribute('src'))")
+            assert all(src.startswith("assets/") for src in imgs), f"{name}: injected image {imgs}"
+            injected = page.evaluate("""() => Array.from(document.querySelectorAll('*')).filter(
+                e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length""")
+            assert injected == 0, f"{name}: an element carries an on* handler"
+            text = page.evaluate("() => document.body.innerText")
+            shown += text.count("<script>window.__xss=1</script>")
+            # In charts, Plotly shows the payload as text (entity-escaped), it does not parse it as markup.
+            legend = page.evaluate("() => Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)")
+            if name == "memory.html":
+                assert any('<img src=x onerror="window.__xss=3">' in t for t in legend), legend
+        assert shown > 0, "the payload text never appeared on a page: nothing was tested"
 
 
 # --- answer-first tables and unit ticks (issue 27) -------------------------------------------------------
@@ -296,42 +287,37 @@ def any_site(request) -> Path:
 
 
 def test_no_table_scrolls_sideways_at_1280(browser, any_site):
-    ctx = browser.new_context(viewport=DESKTOP)
-    page = ctx.new_page()
-    problems = _watch(page)
-    wide = {}
-    n_tables = 0
-    for name in _pages(any_site):
-        page.goto((any_site / name).as_uri(), wait_until="load")
-        page.evaluate(OPEN_DETAILS_JS)  # folded detail tables count too
-        n_tables += page.evaluate("() => document.querySelectorAll('.table-wrap table').length")
-        over = page.evaluate(TABLE_OVERFLOW_JS)
-        if over:
-            wide[name] = over
-    assert wide == {}, f"tables wider than a 1280 px window (table, px hidden): {wide}"
-    assert n_tables > 20, f"too few tables in {any_site}: nothing was tested"
-    assert problems == []
-    ctx.close()
+    with _watched_page(browser, viewport=DESKTOP) as page:
+        wide = {}
+        n_tables = 0
+        for name in _opened(page, any_site):
+            n_tables += page.evaluate("() => document.querySelectorAll('.table-wrap table').length")
+            if over := page.evaluate(TABLE_OVERFLOW_JS):
+                wide[name] = over
+        assert wide == {}, f"tables wider than a 1280 px window (table, px hidden): {wide}"
+        assert n_tables > 20, f"too few tables in {any_site}: nothing was tested"
 
 
 def test_first_column_stays_in_view_at_390(browser, any_site):
-    ctx = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    page = ctx.new_page()
-    problems = _watch(page)
-    hidden = {}
-    scrolled = 0
-    for name in _pages(any_site):
-        page.goto((any_site / name).as_uri(), wait_until="load")
+    with _watched_page(browser, viewport=PHONE, is_mobile=True, has_touch=True) as page:
+        hidden = {}
+        scrolled = 0
+        for name in _opened(page, any_site):
+            scrolled += page.evaluate("""() => Array.from(document.querySelectorAll('.table-wrap'))
+                .filter(w => w.offsetParent !== null && w.scrollWidth > w.clientWidth + 1).length""")
+            if bad := page.evaluate(FIRST_COLUMN_JS):
+                hidden[name] = bad
+        assert hidden == {}, f"first columns out of view once the table scrolls (table, row, left, right, wrapper right): {hidden}"
+        assert scrolled > 0, f"no table scrolls at 390 px in {any_site}: the sticky column was never tested"
+
+
+def _opened(page, site: Path):
+    """The name of each page of `site` once `page` has loaded it and opened its folded details (their tables
+    count too)."""
+    for name in _pages(site):
+        page.goto((site / name).as_uri(), wait_until="load")
         page.evaluate(OPEN_DETAILS_JS)
-        scrolled += page.evaluate("""() => Array.from(document.querySelectorAll('.table-wrap'))
-            .filter(w => w.offsetParent !== null && w.scrollWidth > w.clientWidth + 1).length""")
-        bad = page.evaluate(FIRST_COLUMN_JS)
-        if bad:
-            hidden[name] = bad
-    assert hidden == {}, f"first columns out of view once the table scrolls (table, row, left, right, wrapper right): {hidden}"
-    assert scrolled > 0, f"no table scrolls at 390 px in {any_site}: the sticky column was never tested"
-    assert problems == []
-    ctx.close()
+        yield name
 
 
 @pytest.mark.parametrize("name", ["compaction.html", "decode.html", "memory.html"])

@@ -634,6 +634,21 @@ def test_verdict(case, empty_db, tmp_path, query_folders):
         assert [r["measured_value"] for r in rows if (r["claim_id"], r["run_id"]) == (claim_id, run)] == [value]
 
 
+def test_a_replay_adds_to_the_article_claims_it_does_not_measure(empty_db, tmp_path, query_folders):
+    """A replayed trace (no run, no audit) judges the 55% bill claim as a simulation; the claim still gets the
+    row saying no audit priced a bill here: a replay adds evidence, it is not the claim's own data."""
+    db = tmp_path / "replay.duckdb"
+    shutil.copyfile(empty_db, db)
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO replays (replay_id, sources, model, gpu, tp, n_requests, ceiling_hit_rate, "
+                "ceiling_tokens, target) VALUES ('r1', 'trace.jsonl', 'm', 'H200', 8, 100, 0.2, 1000, 0.9)")
+    con.close()
+    rows = ledger_of(db, query_folders["claim_token_article"], [])
+    bill = [(r["run_id"], r["verdict"], (r["measured_value"] or "").split(",")[0]) for r in rows
+            if r["claim_id"] == "token-api-bill"]
+    assert bill == [(None, "refuted", "replayed real traffic (simulation)"), (None, "not measured", "")]
+
+
 # --- the verdicts as the built pages show them ---------------------------------------------------------
 
 def claim_verdicts(text: str) -> dict:

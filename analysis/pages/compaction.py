@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
+from kvreport.analysis.charts import make_chart, measured_line, reference_lines, scale_axes
 from kvreport.analysis.site import PageSpec, Table
 
 from ._helpers import charts_per_run, skip_notes
@@ -21,10 +21,7 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
         rs = [r for r in rows if r["method"] == method]
         if not rs:
             continue
-        fig.add_trace(go.Scatter(
-            x=[r["bytes_moved"] for r in rs], y=[r["gbs"] for r in rs], name=method, mode="lines+markers",
-            marker=noisy_markers([r["spread_wide"] for r in rs]),
-            error_y=spread([r["gbs"] for r in rs], [r["gbs_low"] for r in rs], [r["gbs_high"] for r in rs])))
+        fig.add_trace(measured_line(rs, "bytes_moved", "gbs", "gbs_low", "gbs_high", method))
     same_size = [r for r in rows if r["method"] == "naive" and r["roof_basis"] == "same-size copy roof"]
     if same_size:  # the roof curve: the copy roof measured at each workload's size
         fig.add_trace(go.Scatter(x=[r["bytes_moved"] for r in same_size], y=[r["roof_gbs"] for r in same_size],
@@ -33,8 +30,7 @@ def gbs_chart(run_id: int, rows: list[dict], label: str):
     if rows[0]["peak_gbs"]:
         ceilings.append((rows[0]["peak_gbs"], "theoretical peak"))
     reference_lines(fig, [(value, f"{name} {value:,.0f} GB/s") for value, name in ceilings])
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(rangemode="tozero")
+    scale_axes(fig, log_x=True)
     return make_chart(
         f"compaction-gbs-run{run_id}", fig, f"Compaction bandwidth vs workload size · {label}",
         "GB/s (bytes read + written over the median time) of each gather method for each workload size, with "

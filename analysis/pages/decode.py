@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from kvreport.analysis.charts import make_chart, noisy_markers, reference_lines, spread
+from kvreport.analysis.charts import make_chart, measured_line, reference_lines, scale_axes
 from kvreport.analysis.site import PageSpec, Table
 
 from ._helpers import charts_per_run, skip_notes
@@ -20,16 +20,12 @@ def step_chart(run_id: int, rows: list[dict], label: str):
     dash = {"eager": "solid", "static": "dash", "graph": "dot"}  # modes that overlap stay told apart
     for _, mode, batch in sorted({(r["mode_order"], r["mode"], r["batch_size"]) for r in rows}):
         rs = [r for r in rows if r["batch_size"] == batch and r["mode"] == mode]
-        fig.add_trace(go.Scatter(
-            x=[r["prefix_len"] for r in rs], y=[r["step_ms"] for r in rs], name=f"{mode}, batch {batch}",
-            mode="lines+markers", line=dict(dash=dash.get(mode, "solid")),
-            marker=noisy_markers([r["spread_wide"] for r in rs]),
-            error_y=spread([r["step_ms"] for r in rs], [r["p25_ms"] for r in rs], [r["p75_ms"] for r in rs])))
+        fig.add_trace(measured_line(rs, "prefix_len", "step_ms", "p25_ms", "p75_ms", f"{mode}, batch {batch}",
+                                    line=dict(dash=dash.get(mode, "solid"))))
     floor = rows[0]["weights_floor_ms"]
     basis = "read roof" if rows[0]["roof_basis"] == "same-size read roof" else "copy roof"
     reference_lines(fig, [(floor, f"weights / {basis} = {floor:.3g} ms")])
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(rangemode="tozero")
+    scale_axes(fig, log_x=True)
     return make_chart(
         f"decode-step-run{run_id}", fig, f"One decode step vs prefix length · {label}",
         "Median time of one decode step (one new token per sequence) for each prefix length, one line per "

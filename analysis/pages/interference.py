@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, spread
+from kvreport.analysis.charts import PALETTE, make_chart, reference_lines, scale_axes, spread
 from kvreport.analysis.claims import for_query
 from kvreport.analysis.site import PageSpec, Table
 
@@ -36,7 +36,7 @@ def timings_chart(run_id: int, rows: list[dict], summary: dict | None, label: st
                           f"bytes of both / bandwidth ceiling {summary['both_roof_floor_ms']:.3g} ms"))
     reference_lines(fig, lines)
     fig.update_layout(showlegend=False, bargap=0.45)
-    fig.update_yaxes(rangemode="tozero")
+    scale_axes(fig)
     conc = rows[0]["concurrency"]
     return make_chart(
         f"interference-times-run{run_id}", fig, f"Compaction, decode and both at once · {label}",

@@ -70,18 +70,19 @@ claims AS (
               ELSE 'compaction stays well below this device''s ceiling even batched' END
   FROM g WHERE batched_best IS NOT NULL
 ),
-seed AS (
+text AS (
   SELECT * FROM (VALUES
     ('compact_small_5mb', 'Small workloads (<5MB): 19.2 GB/s (kernel-launch-bound)', '19.2 GB/s'),
     ('compact_large_10mb', 'Large workloads (>10MB): 52.5 GB/s (2.7x better)', '52.5 GB/s'),
     ('compact_best_pct_peak', 'Best case (4x512 tok): 66.9 GB/s (14.9% of RTX 2070 theoretical)', '66.9 GB/s = 14.9% of peak')
   ) AS s(claim_id, claim, seed_value)
-)
-SELECT s.claim_id, 'profiler seed' AS source, s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       'measurement' AS basis, true AS claim_on_gpu, c.run_id::INTEGER AS run_id, c.measured_value, c.verdict, c.reasoning
-FROM seed s JOIN claims c USING (claim_id)
-UNION ALL
-SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)', 'measurement', true, NULL::INTEGER, NULL,
-       $not_measured, 'no run in this DB has compaction measurements of this size'
-FROM seed s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = s.claim_id)
+),
+unmeasured AS (
+  SELECT claim_id, 'no run in this DB has compaction measurements of this size' AS reasoning FROM text t
+  WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = t.claim_id)
+),
+{include:_claim_ledger}
+SELECT claim_id, 'profiler seed' AS source, claim, seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+       'measurement' AS basis, true AS claim_on_gpu, run_id::INTEGER AS run_id, measured_value, verdict, reasoning
+FROM ledger
 ORDER BY claim_id, run_id;

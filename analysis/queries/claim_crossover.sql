@@ -68,19 +68,20 @@ claims AS (
                 kv_bytes_per_token::BIGINT, weight_bytes / 1e9)
   FROM l7 WHERE source = 'measured'
 ),
-expected AS (SELECT * FROM (VALUES ('crossover-gpt2-one-request', 1), ('crossover-gpt2-16x512', 2), ('crossover-7b-388', 3)) AS e(claim_id, ord)),
+unmeasured AS (
+  SELECT *, 'no crossover rows in this DB' AS reasoning
+  FROM (VALUES ('crossover-gpt2-one-request', 1), ('crossover-gpt2-16x512', 2), ('crossover-7b-388', 3)) AS e(claim_id, ord)
+  WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = e.claim_id)
+),
 text AS (
   SELECT * FROM (VALUES
     ('crossover-gpt2-one-request', 'GPT-2 (237 MB): crossover token count 6,751 tokens for one request', '6,751 tokens'),
     ('crossover-gpt2-16x512', 'GPT-2 (237 MB): KV > model at 16 requests x 512 tokens', '16 x 512'),
     ('crossover-7b-388', 'For 7B models (~14 GB weights): KV crossover at ~388 tokens x batch_size', '~388 tokens x batch_size')
   ) AS t(claim_id, claim, seed_value)
-)
-SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       'arithmetic' AS basis, true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
-FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
-      UNION ALL
-      SELECT claim_id, ord, NULL, NULL, $not_measured, 'no crossover rows in this DB'
-      FROM expected e WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = e.claim_id)) c
-JOIN text t USING (claim_id)
-ORDER BY c.ord, c.run_id NULLS FIRST;
+),
+{include:_claim_ledger}
+SELECT claim_id, 'profiler seed' AS source, claim, seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+       'arithmetic' AS basis, true AS claim_on_gpu, run_id, measured_value, verdict, reasoning
+FROM ledger
+ORDER BY ord, run_id NULLS FIRST;

@@ -99,20 +99,22 @@ claims AS (
   SELECT 'decode_bandwidth_bound', NULL::INTEGER, 'the inference "flat, therefore DRAM-bound"', $unsupported,
          'a step cost that is flat over prefix length shows only that reading the prefix''s KV is small next to the rest of the step; a step bound by compute, by kernel launches or by streaming the weights is just as flat. Bandwidth-bound needs the step''s bytes over its time to come near the device''s bandwidth (the GPU run rows test that)'
 ),
-seed AS (
+text AS (
   SELECT * FROM (VALUES
     ('decode_growth_per_step', 'KV growth per step: exactly 36 KB (formula match)', '36 KB per token'),
     ('decode_variation_64_512', 'Step cost variation across prefix 64-512: 3.0%', '3.0%'),
     ('decode_bandwidth_bound', 'Flat step cost confirms decode is DRAM-bandwidth-bound, not attention-bound', 'bandwidth-bound')
   ) AS s(claim_id, claim, seed_value)
-)
-SELECT s.claim_id, 'profiler seed' AS source, s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       CASE WHEN s.claim_id = 'decode_growth_per_step' OR c.run_id IS NULL THEN 'arithmetic' ELSE 'measurement' END AS basis,
-       true AS claim_on_gpu, c.run_id::INTEGER AS run_id, c.measured_value, c.verdict, c.reasoning
-FROM seed s JOIN claims c USING (claim_id)
-UNION ALL
-SELECT s.claim_id, 'profiler seed', s.claim, s.seed_value, 'RTX 2070 (GPT-2, float16)',
-       CASE WHEN s.claim_id = 'decode_growth_per_step' THEN 'arithmetic' ELSE 'measurement' END, true, NULL::INTEGER, NULL,
-       $not_measured, 'no run in this DB has decode step measurements'
-FROM seed s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = s.claim_id)
+),
+unmeasured AS (
+  SELECT claim_id, 'no run in this DB has decode step measurements' AS reasoning FROM text t
+  WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = t.claim_id)
+),
+{include:_claim_ledger}
+SELECT claim_id, 'profiler seed' AS source, claim, seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+       -- a row of the data without a run is the claim's inference judged in words; growth is arithmetic
+       CASE WHEN claim_id = 'decode_growth_per_step' OR (measured AND run_id IS NULL) THEN 'arithmetic'
+            ELSE 'measurement' END AS basis,
+       true AS claim_on_gpu, run_id::INTEGER AS run_id, measured_value, verdict, reasoning
+FROM ledger
 ORDER BY claim_id, run_id NULLS FIRST;

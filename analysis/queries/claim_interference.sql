@@ -51,8 +51,9 @@ claims AS (
          'a compaction''s time and GB/s are properties of the device and the workload size; see the compaction page for the size sweep'
   FROM s
 ),
-missing AS (
-  SELECT * FROM (VALUES ('interference-compact-alone', 2)) AS m(claim_id, ord)
+unmeasured AS (
+  SELECT *, 'no interference measurements in this DB' AS reasoning
+  FROM (VALUES ('interference-compact-alone', 2)) AS m(claim_id, ord)
   WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = m.claim_id)
 ),
 text AS (
@@ -60,12 +61,10 @@ text AS (
     ('interference-both-faster', 'Compact + decode: 903 us (73.2 GB/s) vs compact alone 1289 us: the CUDA scheduler overlaps the two streams', '903 us < 1289 us'),
     ('interference-compact-alone', 'Compact alone: 1289 us (51.2 GB/s)', '1289 us, 51.2 GB/s')
   ) AS t(claim_id, claim, seed_value)
-)
-SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
-       CASE WHEN c.claim_id = 'interference-both-faster' AND c.run_id IS NULL THEN 'arithmetic' ELSE 'measurement' END AS basis,
-       true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
-FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
-      UNION ALL
-      SELECT claim_id, ord, NULL, NULL, $not_measured, 'no interference measurements in this DB' FROM missing) c
-JOIN text t USING (claim_id)
-ORDER BY c.ord, c.run_id NULLS FIRST;
+),
+{include:_claim_ledger}
+SELECT claim_id, 'profiler seed' AS source, claim, seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+       CASE WHEN claim_id = 'interference-both-faster' AND run_id IS NULL THEN 'arithmetic' ELSE 'measurement' END AS basis,
+       true AS claim_on_gpu, run_id, measured_value, verdict, reasoning
+FROM ledger
+ORDER BY ord, run_id NULLS FIRST;

@@ -94,9 +94,6 @@ claims AS (
               ELSE format('the cache tensors of GPT-2 at {} ({} bytes per element) hold exactly {:,} B per token: 36,864 B at the profiler write-up''s 2 bytes per element', dtype, dtype_bytes, measured_bpt::BIGINT) END
   FROM gpt2
   UNION ALL
-  SELECT 'memory-gpt2-measured', 3, NULL, NULL, $not_measured, 'no run of the gpt2 architecture in this DB'
-  WHERE NOT EXISTS (SELECT 1 FROM gpt2)
-  UNION ALL
   -- 4. "The same per-token size at ALL sequence lengths": a property of every full-attention model.
   SELECT 'memory-all-lengths', 4, s.run_id,
          CASE WHEN s.min_bpt = s.max_bpt THEN format('{:,} B/token at all {} shapes (seq {}-{})', s.min_bpt::BIGINT, s.n_shapes, s.min_seq, s.max_seq)
@@ -119,10 +116,13 @@ claims AS (
          CASE WHEN max_ratio > 1.0 THEN 'the before/after delta also counts the live logits (batch x seq x vocab), so only the direct tensor sum is the cache'
               ELSE 'the allocator delta equals the cache on this run' END
   FROM allocator
-  UNION ALL
-  SELECT 'memory-v1-vs-v2', 5, NULL, NULL, $not_measured,
-         'needs the CUDA caching allocator (iteration 1); no run in this DB had one'
-  WHERE NOT EXISTS (SELECT 1 FROM allocator)
+),
+unmeasured AS (
+  SELECT * FROM (VALUES
+    ('memory-gpt2-measured', 3, 'no run of the gpt2 architecture in this DB'),
+    ('memory-v1-vs-v2', 5, 'needs the CUDA caching allocator (iteration 1); no run in this DB had one')
+  ) AS u(claim_id, ord, reasoning)
+  WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = u.claim_id)
 ),
 text AS (
   SELECT * FROM (VALUES
@@ -132,10 +132,11 @@ text AS (
     ('memory-all-lengths', 'Measured bytes/token are the same for ALL sequence lengths (match=YES)', '36.000 KB/token at every length'),
     ('memory-v1-vs-v2', 'Direct tensor measurement (v2) is more accurate than allocator before/after deltas (v1)', 'v2 "most accurate"')
   ) AS t(claim_id, claim, seed_value)
-)
-SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
+),
+{include:_claim_ledger}
+SELECT claim_id, 'profiler seed' AS source, claim, seed_value, 'RTX 2070 (GPT-2, float16)' AS seed_hardware,
        -- Cache sizes are tensor shapes times element bytes: exact on any device. The allocator is not.
-       CASE WHEN c.claim_id = 'memory-v1-vs-v2' THEN 'measurement' ELSE 'arithmetic' END AS basis,
-       true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
-FROM claims c JOIN text t USING (claim_id)
-ORDER BY c.ord, c.run_id NULLS FIRST;
+       CASE WHEN claim_id = 'memory-v1-vs-v2' THEN 'measurement' ELSE 'arithmetic' END AS basis,
+       true AS claim_on_gpu, run_id, measured_value, verdict, reasoning
+FROM ledger
+ORDER BY ord, run_id NULLS FIRST;

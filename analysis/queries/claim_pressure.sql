@@ -75,9 +75,10 @@ claims AS (
               ELSE format('256 tokens hold {:.2f}x as many (2x expected: half the bytes per request)', b.theoretical_max_requests / a.theoretical_max_requests) END)
   FROM g512 a LEFT JOIN g256 b USING (run_id)
 ),
-missing AS (  -- claims with no run row get one 'not measured' row
+unmeasured AS (  -- claims with no run row get one 'not measured' row
   -- (the 882 MB and 414 claims always have their arithmetic row, which carries the verdict)
-  SELECT * FROM (VALUES ('pressure-49-fit', 2), ('pressure-kv-vs-model', 3)) AS m(claim_id, ord)
+  SELECT *, 'no gpt2 run in this DB measured 512-token requests (--quick sweeps stop at 128 tokens)' AS reasoning
+  FROM (VALUES ('pressure-49-fit', 2), ('pressure-kv-vs-model', 3)) AS m(claim_id, ord)
   WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = m.claim_id AND c.run_id IS NOT NULL)
 ),
 text AS (
@@ -87,16 +88,13 @@ text AS (
     ('pressure-kv-vs-model', '49 x 512-token requests are 3.7x the model size', '3.7x model size'),
     ('pressure-theoretical-max', 'Theoretical max: 414 requests x 512 tokens, 828 x 256 (7.5 GB available for KV)', '414 x 512, 828 x 256')
   ) AS t(claim_id, claim, seed_value)
-)
-SELECT c.claim_id, 'profiler seed' AS source, t.claim, t.seed_value, 'RTX 2070 8 GB (GPT-2, float16)' AS seed_hardware,
+),
+{include:_claim_ledger}
+SELECT claim_id, 'profiler seed' AS source, claim, seed_value, 'RTX 2070 8 GB (GPT-2, float16)' AS seed_hardware,
        -- Request sizes and their ratio to the weights are tensor bytes (exact anywhere); how many requests fit
        -- and how much memory is free are properties of the GPU.
-       CASE WHEN c.claim_id = 'pressure-49-fit' OR (c.claim_id = 'pressure-theoretical-max' AND c.run_id IS NOT NULL)
+       CASE WHEN claim_id = 'pressure-49-fit' OR (claim_id = 'pressure-theoretical-max' AND run_id IS NOT NULL)
             THEN 'measurement' ELSE 'arithmetic' END AS basis,
-       true AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
-FROM (SELECT claim_id, ord, run_id, measured_value, verdict, reasoning FROM claims
-      UNION ALL
-      SELECT claim_id, ord, NULL, NULL, $not_measured,
-             'no gpt2 run in this DB measured 512-token requests (--quick sweeps stop at 128 tokens)' FROM missing) c
-JOIN text t USING (claim_id)
-ORDER BY c.ord, c.run_id NULLS FIRST;
+       true AS claim_on_gpu, run_id, measured_value, verdict, reasoning
+FROM ledger
+ORDER BY ord, run_id NULLS FIRST;

@@ -89,7 +89,7 @@ replayed AS (  -- each `kvreport replay`: a request trace through a simulated pr
   LEFT JOIN replay_curve c ON c.replay_id = r.replay_id AND c.policy = 'lru' AND c.gpus = r.gpus_for_target
   LEFT JOIN replay_ttl t ON t.replay_id = r.replay_id AND t.ttl_s = 300
 ),
-claims AS (
+measured AS (  -- what this DB's runs and audits show
   -- 1. The constant.
   SELECT 'token-kv-constant' AS claim_id, 1 AS ord, run_id,
          format('{:,} B/token measured ({}, {}) = {:,} B/token at 16-bit: {:.1f}x the constant',
@@ -97,10 +97,6 @@ claims AS (
          CASE WHEN measured_bpt * 2 / b BETWEEN 750 AND 3000 THEN $confirmed ELSE $refuted END AS verdict,
          format('one constant cannot price every model: what {} caches per token follows its own layers (K and V per KV head, a compressed latent, or a fixed state that does not grow) and element size, measured from its cache tensors', model) AS reasoning
   FROM bpt
-  UNION ALL
-  SELECT 'token-kv-constant', 1, NULL, NULL, $not_measured,
-         'no run of a real architecture in this DB (the tiny test models do not count); by the formula GPT-2 at 16-bit holds 2 x 12 x 12 x 64 x 2 = 36,864 B/token, 24.6x the constant'
-  WHERE NOT EXISTS (SELECT 1 FROM bpt)
   UNION ALL
   -- 2. The three sessions' ratios: arithmetic the audit redoes from the same token counts.
   SELECT 'token-ratios-' || session_id, 2 + ord, run_id,
@@ -111,9 +107,6 @@ claims AS (
               ELSE 'the audit computes a different ratio from the same counts' END
   FROM demo
   UNION ALL
-  SELECT 'token-ratios-' || session_id, 2 + ord, NULL, NULL, $not_measured, 'no demo audit in this DB (run `kvreport run`)'
-  FROM seed WHERE NOT EXISTS (SELECT 1 FROM demo)
-  UNION ALL
   -- 3. Their KV footprints and the 15 MB guardrail, priced in real bytes.
   SELECT 'token-kv-guardrail', 6, run_id,
          format('{} MB at {:,} B/token ({} at 16-bit; this run used {}); over {:.0f} MB: {}', kv_mb, bpt16::BIGINT, model, dtype,
@@ -123,18 +116,12 @@ claims AS (
               ELSE format('priced at the deployment dtype (16-bit), {:,} B/token crosses a 15 MB guardrail at {:,} tokens, not the token-audit article''s 10,000: which sessions it flags follows from the 1,500 B/token constant, so set the threshold per model', bpt16::BIGINT, (kv_max_bytes / bpt16)::BIGINT) END
   FROM demo_runs WHERE NOT is_toy
   UNION ALL
-  SELECT 'token-kv-guardrail', 6, NULL, NULL, $not_measured, 'no demo audit of a real architecture in this DB (run `kvreport run`; the tiny test models do not count)'
-  WHERE NOT EXISTS (SELECT 1 FROM demo_runs WHERE NOT is_toy)
-  UNION ALL
   SELECT 'token-spor-guardrail', 7, run_id,
          format('over SPOR {}: {}', spor_max, coalesce(spor_flagged, 'none')),
          CASE WHEN spor_same THEN $confirmed ELSE $refuted END,
          CASE WHEN spor_same THEN 'SPOR does not depend on the model: the same two sessions are mostly system prompt'
               ELSE 'a different set of sessions crosses the SPOR guardrail' END
   FROM demo_runs
-  UNION ALL
-  SELECT 'token-spor-guardrail', 7, NULL, NULL, $not_measured, 'no demo audit in this DB (run `kvreport run`)'
-  WHERE NOT EXISTS (SELECT 1 FROM demo_runs)
   UNION ALL
   -- 4. Prefix caching cuts input computation (measured on the model).
   SELECT 'token-prefix-compute', 8, run_id,
@@ -148,9 +135,6 @@ claims AS (
               WHEN reuse_p75 < full_p25 THEN 'only the new tokens are prefilled; the output is unchanged, and the time ranges (p25-p75) do not overlap'
               ELSE 'fewer tokens computed, but the timings overlap within their spread on this device' END
   FROM reuse
-  UNION ALL
-  SELECT 'token-prefix-compute', 8, NULL, NULL, $not_measured, 'no prefix_reuse run in this DB'
-  WHERE NOT EXISTS (SELECT 1 FROM reuse)
   UNION ALL
   -- 5. "55% reduction in API bills": each audit's own calls priced (genai-prices or --prices) with a stable,
   -- cached prefix against no caching at all.
@@ -167,10 +151,6 @@ claims AS (
               ELSE 'the saving is capped by the input share of the bill and the cache-read discount (and cache writes cost extra on Anthropic): this traffic saves less than 55%' END
   FROM bill
   UNION ALL
-  SELECT 'token-api-bill', 9, NULL, NULL, $not_measured,
-         'no priced audit with logged prompts in this DB: the what-if needs request messages in the log and --tokenizer (kvreport audit LOGS --tokenizer ...)'
-  WHERE NOT EXISTS (SELECT 1 FROM bill)
-  UNION ALL
   -- 6. Eviction frees the idle sessions' KV (measured on the model).
   SELECT 'token-evict-frees', 10, run_id,
          format('dropping {} of {} sessions freed {:,} B of {:,} B{}', disconnected_held, sessions_held, freed_bytes,
@@ -180,9 +160,6 @@ claims AS (
               WHEN allocator_freed_bytes >= freed_bytes THEN 'the allocator gets back at least the evicted caches'' bytes, ready for new sessions'
               ELSE 'the allocator got back less than the evicted caches held' END
   FROM evict
-  UNION ALL
-  SELECT 'token-evict-frees', 10, NULL, NULL, $not_measured, 'no prefix_reuse run in this DB'
-  WHERE NOT EXISTS (SELECT 1 FROM evict)
   UNION ALL
   -- 7. "Double host capacity": what evicting at the idle timeout buys in each audited workload.
   SELECT 'token-double-capacity', 11, run_id,
@@ -196,10 +173,8 @@ claims AS (
               THEN 'synthetic demo traffic: its idle share is the generator''s choice, not a measurement; the gain is 1 / (1 - idle share of KV byte-seconds), so audit real logs (kvreport audit) for an answer'
               ELSE 'the gain is 1 / (1 - idle share of KV byte-seconds): doubling needs half the held KV to be idle' END
   FROM ttl
-  UNION ALL
-  SELECT 'token-double-capacity', 11, NULL, NULL, $not_measured, 'no audit with timestamps in this DB'
-  WHERE NOT EXISTS (SELECT 1 FROM ttl)
-  UNION ALL
+),
+simulated AS (
   -- 5 and 7 again on replayed real traffic (simulations, labelled so). A prefix cache can at most stop
   -- charging the prompt tokens it hits, so the bill falls by at most the unlimited-capacity hit rate.
   SELECT 'token-api-bill', 9, NULL,
@@ -224,6 +199,22 @@ claims AS (
               ELSE 'on this traffic the blocks a never-evicting cache holds keep being reused: eviction frees less than half the memory at the target hit rate' END
   FROM replayed WHERE target_tokens IS NOT NULL
 ),
+claims AS (SELECT * FROM measured UNION ALL SELECT * FROM simulated),
+unmeasured AS (  -- a claim none of this DB's runs or audits measured (a replay adds to a claim, it is not its data)
+  SELECT 'token-ratios-' || session_id AS claim_id, 2 + ord AS ord, 'no demo audit in this DB (run `kvreport run`)' AS reasoning
+  FROM seed WHERE NOT EXISTS (SELECT 1 FROM demo)
+  UNION ALL
+  SELECT * FROM (VALUES
+    ('token-kv-constant', 1, 'no run of a real architecture in this DB (the tiny test models do not count); by the formula GPT-2 at 16-bit holds 2 x 12 x 12 x 64 x 2 = 36,864 B/token, 24.6x the constant'),
+    ('token-kv-guardrail', 6, 'no demo audit of a real architecture in this DB (run `kvreport run`; the tiny test models do not count)'),
+    ('token-spor-guardrail', 7, 'no demo audit in this DB (run `kvreport run`)'),
+    ('token-prefix-compute', 8, 'no prefix_reuse run in this DB'),
+    ('token-api-bill', 9, 'no priced audit with logged prompts in this DB: the what-if needs request messages in the log and --tokenizer (kvreport audit LOGS --tokenizer ...)'),
+    ('token-evict-frees', 10, 'no prefix_reuse run in this DB'),
+    ('token-double-capacity', 11, 'no audit with timestamps in this DB')
+  ) AS u(claim_id, ord, reasoning)
+  WHERE NOT EXISTS (SELECT 1 FROM measured m WHERE m.claim_id = u.claim_id)
+),
 text AS (
   SELECT * FROM (VALUES
     ('token-kv-constant', 'KV cache per token is 0.0015 MB (its code''s "custom configuration")', '0.0015 MB/token = 1,500 B'),
@@ -237,13 +228,14 @@ text AS (
     ('token-evict-frees', 'Proactive KV-cache eviction reclaims idle GPU memory', 'reclaims idle memory'),
     ('token-double-capacity', 'Eviction lets servers handle twice the concurrent user sessions', '2x concurrent sessions')
   ) AS t(claim_id, claim, seed_value)
-)
-SELECT c.claim_id, 'token article' AS source, t.claim, t.seed_value,
+),
+{include:_claim_ledger}
+SELECT claim_id, 'token article' AS source, claim, seed_value,
        'none stated (a constant, three hand-made sessions)' AS seed_hardware,
        -- Token counts, ratios and bytes per token are arithmetic; timings, freed memory and bills are not.
        -- Only the eviction claim is about GPU memory; the rest hold on any device that serves the model.
-       CASE WHEN c.claim_id IN ('token-prefix-compute', 'token-api-bill', 'token-evict-frees', 'token-double-capacity')
+       CASE WHEN claim_id IN ('token-prefix-compute', 'token-api-bill', 'token-evict-frees', 'token-double-capacity')
             THEN 'measurement' ELSE 'arithmetic' END AS basis,
-       c.claim_id = 'token-evict-frees' AS claim_on_gpu, c.run_id, c.measured_value, c.verdict, c.reasoning
-FROM claims c JOIN text t USING (claim_id)
-ORDER BY c.ord, c.run_id NULLS FIRST, c.measured_value;
+       claim_id = 'token-evict-frees' AS claim_on_gpu, run_id, measured_value, verdict, reasoning
+FROM ledger
+ORDER BY ord, run_id NULLS FIRST, measured_value;

@@ -20,9 +20,9 @@ import duckdb
 from ..core.errors import UserError
 from . import dollars, engine, pipeline
 from .formats import Source
-from .sqlfiles import run_sql, the_row
+from .sqlfiles import run_sql
 from .ray_tasks import (SESSION_PARTS, SESSION_TABLES, TIME_PARTS, map_task, reduce_task, table_param,
-                        time_task)
+                        time_task, time_window)
 
 FLOAT_DIGITS = 12  # significant digits two audits' DOUBLE sums agree to (see the module's docstring)
 _TASK_OVERHEAD_BYTES = 400 * 1024 * 1024  # Python, pyarrow and DuckDB's uncounted memory in each task
@@ -277,7 +277,7 @@ class Cluster:
         for name in SESSION_PARTS:
             self._load(con, name, folders)
         run_sql(con, "metrics/seg_window")
-        self._time(run, folders, opts, the_row(con, "distributed/time_window"))
+        self._time(run, folders, opts, time_window(con))
 
         phase_started = time.perf_counter()  # combine, with the single-process audit's SQL
         engine.begin_results(con)

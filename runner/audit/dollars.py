@@ -34,7 +34,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .prices_file import PriceBook, Rate
-from .sqlfiles import one, run_sql
+from .sqlfiles import run_sql
+from .steps import Statement
 
 if TYPE_CHECKING:
     from .pipeline import FigureParams
@@ -214,11 +215,15 @@ _ROW_COLS = ("row_id", "provider_name", "response_model", "request_model", "mode
              "snapshot_date", "matched_provider", "matched_model", "unknown_reason")
 
 
+# The (provider, response model, request model) of one call: one big log of one model is the common case.
+FIRST_KEY = Statement("SELECT provider_name, response_model, request_model FROM _calls LIMIT 1")
+
+
 def _keys(con) -> list[_Key]:
     """The distinct (provider, response model, request model) of this audit's calls, each with its time span.
     One big log of one model is the common case: a scan comparing with the first call's key (no hashing
     of three strings per call) finds it, and only otherwise do the calls get grouped."""
-    first = one(con, "cost/first_key")
+    first = FIRST_KEY.row(con)
     if first is None:
         return []
     others, n, lo, hi, untimed = run_sql(con, "cost/one_key_span", **first).fetchone()

@@ -15,14 +15,33 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .sqlfiles import run_sql, value
-from .steps import SLICE
+from .sqlfiles import run_sql
+from .steps import SLICE, Statement
 from .tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from .pipeline import FigureParams
 
 PAGE_ROWS = 2000  # prompts tokenized per batch
+
+# Each call's prompt as token ids (with --tokenizer), by rid: a page at a time from pyarrow, else row by row.
+IDS_TABLE_ROW = Statement("INSERT INTO _ids VALUES ($rid, $ids, $n_tokens)")
+IDS_TABLE_PAGE = Statement("INSERT INTO _ids SELECT rid, ids, n_tokens FROM _ids_batch")
+# The distinct system prompts of the logged messages, counted by --tokenizer into _sys_counts.
+SYS_COUNTS = Statement("CREATE OR REPLACE TEMP TABLE _sys_counts (system_text VARCHAR, n BIGINT)")
+SYS_TEXTS = Statement("SELECT DISTINCT system_text FROM _content WHERE system_text IS NOT NULL")
+SYS_COUNT = Statement("INSERT INTO _sys_counts VALUES ($system_text, $n)")
+# Valid calls on this connection that logged messages (0: nothing for the prompt-bloat analysis).
+LOCAL_CONTENT = Statement("SELECT count(*) FROM _staged WHERE reason IS NULL AND NOT blank AND content IS NOT NULL")
+# The slices of rids that hold calls bloat/content.sql left to bloat/content_rest.sql (NULL or no roles).
+REST_SLICES = Statement("SELECT DISTINCT rid // $slice * $slice FROM _content "
+                        "WHERE roles IS NULL OR len(roles) = 0 ORDER BY 1")
+LAST_RID = Statement("SELECT max(rid) FROM _content")
+# Pairs whose character search ran past a message's line (bloat/pairs.sql): bloat/lcp_rest.sql finishes them.
+LCP_REST_NEEDED = Statement("SELECT count(*) > 0 FROM _pairs WHERE prev_rid IS NOT NULL AND lcp_chars IS NULL")
+# This audit's repeated instructions, for --tokenizer to count, and one's count.
+REPEATS_TO_COUNT = Statement("SELECT rowid, instruction FROM token_repeats WHERE audit_id = $audit_id")
+REPEAT_TOKENS = Statement("UPDATE token_repeats SET tokens = $tokens WHERE rowid = $row")
 
 
 def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
@@ -32,14 +51,14 @@ def _insert_ids(con, rows: list[tuple[int, list[int]]]) -> None:
         import pyarrow as pa  # optional (the [test] and [ray] extras): a batch insert instead of row by row
     except ImportError:
         for r, ids in rows:
-            run_sql(con, "bloat/ids_row", rid=r, ids=ids, n_tokens=len(ids))
+            IDS_TABLE_ROW.run(con, rid=r, ids=ids, n_tokens=len(ids))
         return
     batch = pa.table({"rid": pa.array([r for r, _ in rows], pa.int64()),
                       "ids": pa.array([ids for _, ids in rows], pa.list_(pa.int32())),
                       "n_tokens": pa.array([len(ids) for _, ids in rows], pa.int64())})
     con.register("_ids_batch", batch)
     try:
-        run_sql(con, "bloat/ids_page")
+        IDS_TABLE_PAGE.run(con)
     finally:
         con.unregister("_ids_batch")
 
@@ -50,9 +69,10 @@ def tokenize(con, p: FigureParams) -> FigureParams:
     tok = p.tokenizer
     if tok is None:
         return p
-    texts = [r[0] for r in run_sql(con, "bloat/system_texts").fetchall()]
+    SYS_COUNTS.run(con)
+    texts = [r[0] for r in SYS_TEXTS.run(con).fetchall()]
     for text, n in zip(texts, tok.count(texts)):
-        run_sql(con, "bloat/system_count", system_text=text, n=n)
+        SYS_COUNT.run(con, system_text=text, n=n)
     run_sql(con, "bloat/system_tokens_counted")
     last = -1  # keyset pages: inserting on the same connection would discard an open cursor's rows
     while rows := run_sql(con, "bloat/prompt_page", after=last, page_rows=PAGE_ROWS).fetchall():
@@ -64,32 +84,32 @@ def tokenize(con, p: FigureParams) -> FigureParams:
 
 def local_content(con, p: FigureParams) -> FigureParams:
     """The valid calls on this connection that logged messages (0: nothing to analyse here)."""
-    return replace(p, local_content=value(con, "bloat/local_content"))
+    return replace(p, local_content=LOCAL_CONTENT.value(con))
 
 
 def content_rest_slices(con, p: FigureParams) -> FigureParams:
     """The slices holding calls bloat/content.sql left to bloat/content_rest.sql (not plain, or empty)."""
-    found = tuple(r[0] for r in run_sql(con, "bloat/content_rest_slices", slice=SLICE).fetchall())
+    found = tuple(r[0] for r in REST_SLICES.run(con, slice=SLICE).fetchall())
     return replace(p, rest_slices=found)
 
 
 def last_rid(con, p: FigureParams) -> FigureParams:
     """The last call id (the sliced steps' end)."""
-    return replace(p, last_rid=value(con, "bloat/last_rid"))
+    return replace(p, last_rid=LAST_RID.value(con))
 
 
 def lcp_rest_needed(con, p: FigureParams) -> FigureParams:
     """Whether any pair's character search ran past a message's line (bloat/lcp_rest.sql finishes those)."""
-    return replace(p, lcp_rest=bool(value(con, "bloat/lcp_rest_needed")))
+    return replace(p, lcp_rest=bool(LCP_REST_NEEDED.value(con)))
 
 
 def count_repeats(con, p: FigureParams) -> None:
     """The repeated instructions' tokens, counted by --tokenizer."""
     if p.tokenizer is None:
         return
-    rep = run_sql(con, "bloat/repeats_to_count", audit_id=p.audit_id).fetchall()
+    rep = REPEATS_TO_COUNT.run(con, audit_id=p.audit_id).fetchall()
     for (row, _), n in zip(rep, p.tokenizer.count([r[1] for r in rep]) if rep else []):
-        run_sql(con, "bloat/repeat_tokens", tokens=n, row=row)
+        REPEAT_TOKENS.run(con, tokens=n, row=row)
 
 
 def reason(tokenizer: Tokenizer | None, content_calls: int) -> str | None:

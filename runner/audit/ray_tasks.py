@@ -18,6 +18,7 @@ from ..core.migrations import create_schema
 from . import dollars, engine, pipeline
 from .formats import Source
 from .sqlfiles import run_sql, value
+from .steps import Statement
 from .tokenizer import load_tokenizer
 
 # The small partial tables a reduce (or time) task writes, one Parquet file each, that the driver unions.
@@ -52,6 +53,19 @@ def _connect(opts: engine.AuditOptions, tmpdir: str):
     create_schema(con)  # the audit tables, which the per-session figures are written into
     engine.setup(con, tmpdir, opts)
     return con
+
+
+# A reduce whose calls logged no content makes no _repeat_parts; a reduce partition's valid calls (its progress).
+HAS_REPEATS = Statement("SELECT count(*) > 0 FROM duckdb_tables() WHERE table_name = '_repeat_parts'")
+CALLS_COUNTED = Statement("SELECT coalesce(sum(n_calls), 0) FROM _call_stats")
+TIME_WINDOW = Statement("SELECT t0, t1, n, active_session_s FROM _seg_window")
+
+
+def time_window(con) -> dict:
+    """The whole audit's time span (metrics/seg_window.sql, on the driver), which every time task samples."""
+    if (window := TIME_WINDOW.row(con)) is None:
+        raise LookupError("metrics/seg_window.sql left no time span")  # an aggregate: always one row
+    return window
 
 
 def table_param(name: str) -> dict[str, str]:
@@ -136,13 +150,13 @@ def reduce_task(index: int, files: list[str], out: str, opts: engine.AuditOption
             engine.session_figures(con, opts, fig)
             for name in (*SESSION_TABLES, "_seg", *SESSION_PARTS):
                 _copy(con, name, attempt, final.parent)
-            if value(con, "distributed/has_table", table="_repeat_parts"):
+            if HAS_REPEATS.value(con):
                 _copy(con, "_repeat_parts", attempt, final.parent)
             # the stored columns of the calls and of their labels (the schema's), as persist reads them
             columns = ", ".join(dict.fromkeys(engine.own_columns(con, "token_call_rows")
                                               + engine.own_columns(con, "token_call_labels")))
             _copy(con, "_calls_priced", attempt, final.parent, columns)
-            calls = value(con, "distributed/calls_counted")
+            calls = CALLS_COUNTED.value(con)
         finally:
             con.close()
     _publish(attempt, final)

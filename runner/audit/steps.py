@@ -60,6 +60,17 @@ class Statement:
     def run(self, con, **params: Any):
         return run_text(con, self.text, **params)
 
+    def row(self, con, **params: Any) -> dict | None:
+        """The first row it returns, as a dict (None: no row)."""
+        cur = self.run(con, **params)
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+
+    def value(self, con, **params: Any):
+        """The first column of the first row it returns (None: no row)."""
+        row = self.run(con, **params).fetchone()
+        return None if row is None else row[0]
+
 
 @dataclass(frozen=True)
 class Py:

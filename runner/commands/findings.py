@@ -25,7 +25,7 @@ def findings_of(db: Path, run_id: int | None = None) -> tuple[list[dict], Shown]
     from kvreport.analysis import claims, regressions
     from kvreport.analysis.headlines import headlines
     from kvreport.analysis.queries import Queries
-    from kvreport.analysis.runs import restrict, shown
+    from kvreport.analysis.runs import restrict, run_configs, shown
     from kvreport.analysis.site import page_modules
 
     if run_id is not None and not 1 <= run_id <= RUN_ID_MAX:  # the queries would fail casting it
@@ -38,7 +38,7 @@ def findings_of(db: Path, run_id: int | None = None) -> tuple[list[dict], Shown]
             what = shown(store.con, [] if run_id is None else [run_id])
             restrict(store.con, what)
             q = Queries(store.con)
-            runs = q("run_configs")  # run ids and configurations only: claims and regressions read no more
+            runs = run_configs(store.con)  # ids and configurations only: claims and regressions read no more
             rows = headlines(q, what.run_ids, {m.PAGE.slug: m.PAGE.order for m in page_modules()})
             ledger = claims.current(claims.ledger(q, what.run_ids), runs)
             metrics = regressions.metrics(q, what.run_ids)

@@ -3,8 +3,9 @@
 -- One step of a binary search for the longest common prefix of a and b: two strings (characters) or two
 -- lists (elements), sliced the same way. s = {lo, hi}: the first lo are known equal and the prefix is at
 -- most hi long; a step halves hi - lo, and a settled search (lo = hi) passes through untouched. The steps
--- are chained as plain projections (bloat/pairs.sql), not a recursive CTE: no join, nothing held, so any number
--- of pairs streams through. 32 steps settle any length DuckDB can hold (a string is under 4 GiB).
+-- are chained as plain projections (bloat/lcp_text_search.sql, bloat/lcp_tokens.sql), not a recursive CTE:
+-- no join, nothing held, so any number of pairs streams through. 32 steps settle any length DuckDB can
+-- hold (a string is under 4 GiB).
 -- A step tests the prefix up to the midpoint m as: element m equal, then the part not yet known equal
 -- (lo + 1 to m - 1). The single elements come first because they are cheap and most often settle it (a
 -- difference anywhere before m can only be checked on the slice); the slice then covers only the new part:

@@ -72,7 +72,7 @@ m32 AS (SELECT * REPLACE (kv_lcp_step2(roles, prev_roles, texts, prev_texts, s) 
 k AS (
   SELECT * EXCLUDE (s), s.lo + 1 AS k, prev_rid IS NOT NULL AND s.lo < n AS differs FROM m32
 ),
-c0 AS (
+ts0 AS (
   -- lines of the same role agree at least over "role: "
   SELECT *, kv_lcp_start(CASE WHEN differs AND roles[k] = prev_roles[k] THEN length(roles[k]) + 2 ELSE 0 END,
                          coalesce(least(length(a), length(b)), 0)) AS s
@@ -90,38 +90,7 @@ c0 AS (
     FROM k
   )
 ),
-c1 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c0),
-c2 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c1),
-c3 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c2),
-c4 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c3),
-c5 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c4),
-c6 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c5),
-c7 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c6),
-c8 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c7),
-c9 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c8),
-c10 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c9),
-c11 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c10),
-c12 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c11),
-c13 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c12),
-c14 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c13),
-c15 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c14),
-c16 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c15),
-c17 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c16),
-c18 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c17),
-c19 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c18),
-c20 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c19),
-c21 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c20),
-c22 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c21),
-c23 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c22),
-c24 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c23),
-c25 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c24),
-c26 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c25),
-c27 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c26),
-c28 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c27),
-c29 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c28),
-c30 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c29),
-c31 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c30),
-c32 AS (SELECT * REPLACE (kv_lcp_step_text(a, b, s) AS s) FROM c31),
+{include:bloat/lcp_text_search},
 -- what the later steps read (bloat_breaks, bloat, lcp_tokens, bloat_lcp_rest): t and source only order the window
 SELECT rid, session_id, line, pos, prompt_chars, input_tokens, cached_input_tokens, prev_rid, prev_chars,
        CASE WHEN prev_rid IS NULL THEN NULL
@@ -131,4 +100,4 @@ SELECT rid, session_id, line, pos, prompt_chars, input_tokens, cached_input_toke
               THEN off + s.lo
        END AS lcp_chars,
        CASE WHEN differs THEN off + s.lo END AS lcp_known
-FROM c32;
+FROM ts32;

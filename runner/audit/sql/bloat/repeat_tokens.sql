@@ -1,2 +1,0 @@
--- One repeated instruction's token count (--tokenizer).
-UPDATE token_repeats SET tokens = $tokens WHERE rowid = $row;
