@@ -1,17 +1,7 @@
-"""The two ceilings every bandwidth kvreport reports is set against.
-
-- Theoretical peak DRAM bandwidth: NVML's max memory clock x bus width x 2 (double data rate) / 8, which
-  gives the datasheet figure for HBM and GDDR alike (H100 SXM: 2619 MHz x 5120 bit -> 3.35 TB/s; RTX 2070:
-  7001 MHz x 256 bit -> 448 GB/s). Without NVML, a table of known GPUs. CPUs get no theoretical figure:
-  DIMM population and channel count are not visible from here, so none is invented.
-- Measured roofs, per size: the roof curve (`roof_curve` table). `copy` is a device-to-device copy (bytes
-  read + written), `read` a streaming sum (bytes read), both through the same timing harness and the same
-  cache flush as the experiments, at every size an experiment uses: a bandwidth is only ever divided by
-  the roof of the same op at the same size (a 16 MiB gather against a 4 GiB copy would compare L2 with
-  DRAM). Only sizes of at least FLUSH_FACTOR (4) x the last-level cache speak for DRAM (H200 L2: 60 MB).
-- The headline copy roof (device_ceilings): one large copy, far beyond the last-level cache.
-GB here is 10^9 bytes, as in datasheets.
-"""
+"""The two ceilings every bandwidth kvreport reports is set against: the theoretical peak DRAM bandwidth
+(`theoretical_peak`: NVML, else a table of known GPUs, none for CPUs) and the measured roofs of the same op
+at the same size (`roof_for`, stored in the `roof_curve` table). GB here is 10^9 bytes, as in datasheets.
+Method: docs/methods/ceilings.md."""
 from __future__ import annotations
 
 import re

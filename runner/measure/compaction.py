@@ -1,19 +1,8 @@
-"""The KV compaction workload, shared by the compaction and interference experiments and the benchmark:
-gather the live requests' KV caches out of a pool into contiguous memory.
-
-The pool holds every layer's K and V for `slots` requests in the model's real cache geometry
-([2 x layers, slots, kv_heads x seq_len x head_dim]); half the slots are evicted (random, fixed seed) and
-compaction gathers the live half into a fresh [2 x layers, live, ...] buffer. Methods:
-- naive:         one index_select per layer per tensor (2 x layers launches), in the model dtype.
-- batched:       one index_select over all layers at once: the pool seen as rows of 8-byte words and one
-                 flat row index, so a single ATen kernel moves every byte.
-- batched16:     the same with 16-byte elements (complex128 as an opaque word): the wide-load variant of
-                 ATen's kernel, for the benchmark.
-- triton:        runner/measure/triton_gather.py, one launch, whole rows with 16-byte vector accesses.
-- triton_layers: the same kernel launched once per layer and tensor: the control with triton's element
-                 width and naive's launch count, so launch count and element width never change at once.
-Every method moves the same bytes: live bytes read + the same written.
-"""
+"""The KV compaction workload, shared by the compaction and interference experiments and the benchmark: a pool
+[2 x layers, slots, row] in the model's cache geometry whose live half (`Workload`) is gathered into a fresh
+buffer by each method (METHODS: naive, batched, triton, triton_layers; batched16 for the benchmark), all
+moving the same bytes. Sizes come from `planned_workloads`; `probe_triton` says why the Triton methods cannot
+run here. Method: docs/methods/compaction.md."""
 from __future__ import annotations
 
 import os

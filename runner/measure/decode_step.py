@@ -1,26 +1,8 @@
-"""Decode steps in three modes, shared by the decode and interference experiments.
-
-- eager:  transformers' DynamicCache, as the seed measured. Each step appends with torch.cat, so besides
-          the attention's reads the layout re-reads the whole prefix and writes it again (`recopy_bytes`).
-- static: a preallocated StaticCache sized to exactly the tokens the steps need; each step writes its
-          token in place (index_copy_) and the attention reads the whole preallocated length. No graph, so
-          it runs on the CPU too: it separates the cache layout's cost from launch overhead.
-- graph:  the static steps captured once in a CUDA graph and replayed: one launch for the whole step
-          (CUDA only; elsewhere `ModeUnavailable` carries the reason, recorded as skipped).
-
-Every decoder runs `steps` steps of `batch` sequences on a prefilled `prefix` per call, and `reset()`
-brings the cache back to the prefix (untimed), so every call does the same work (`logits` holds the last
-step's output, for checks):
-- eager: DynamicCache.crop with a negative count (the spelling every release accepts), or a deep copy of
-  the prefilled cache where crop is missing or misbehaves;
-- static/graph: every layer's length counter set back to the prefix in place (`rewind_static_cache`; the
-  same on every supported transformers release, 5.17 on the GPU image to the newest in CI).
-A decoder that cannot run here raises ModeUnavailable with the reason; the experiments catch every other
-failure of a mode too, so one mode's failure is that mode's recorded skip and the other modes keep their rows.
-What the static and graph decoders drive is passed in, with the production default: the StaticCache
-factory, the rewind, and the CUDA API (so the CPU tests hand in a fake torch.cuda that fails in one
-phase, or a rewind that fails on its n-th call, instead of patching this module).
-"""
+"""Decode steps in three modes (eager DynamicCache, static StaticCache, a CUDA graph replay), shared by the
+decode and interference experiments. `make_decoder(mode, model, prefix_ids, step_ids, steps)` returns a
+decoder whose call runs the steps and whose `reset()` brings the cache back to the prefix, untimed; a mode that
+cannot run here raises ModeUnavailable with the reason. The StaticCache factory, rewind and CUDA API are
+parameters (production defaults), so tests hand in failing ones. Method: docs/methods/decode.md."""
 from __future__ import annotations
 
 import copy

@@ -30,7 +30,7 @@ def resolve_device(spec: str):
 
 def resolve_dtype(spec: str, device, model_name: str = ""):
     """`auto`: 16-bit on a GPU (bfloat16 for the Llama/Mistral/Qwen families, which ship in it; float16
-    for GPT-2, matching the seed study), float32 on the CPU, where half-precision matmuls are slow."""
+    for GPT-2, as in the profiler write-up), float32 on the CPU, where half-precision matmuls are slow."""
     table = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
     spec = (spec or "auto").lower()
     if spec in table:

@@ -1,17 +1,8 @@
-"""The fragmentation scenario, run in a fresh process so PYTORCH_CUDA_ALLOC_CONF (read once, when CUDA's
-allocator starts) can differ between runs. Imports torch only: the model's KV shapes are enough.
-
+"""The fragmentation scenario, in a fresh process so PYTORCH_CUDA_ALLOC_CONF (read once, when CUDA starts) can
+differ between runs; torch only, the model's KV shapes are enough.
     python -m kvreport.runner.measure.frag_child '{"device": "cuda:0", "n_layers": 12, ...}'
-
-Scenario (fixed seed): requests of varied lengths are admitted one by one, each allocating per-layer K and
-V tensors [1, kv_heads, len, head_dim] the way transformers' DynamicCache holds them; then every live
-request decodes `decode_steps` tokens, and each step replaces each tensor by a one-token-longer copy
-(DynamicCache appends with torch.cat), which is what leaves holes in the allocator's segments. Then a
-random subset is evicted, and finally empty_cache() returns what it can to the driver. Allocator
-counters are read after each phase (runner/measure/probes.py), with the expandable segments held and the peak
-reserved during the phase (the first phase is admission plus the cache growth of decoding). One JSON object
-on stdout; errors go to stderr with exit code 1, a non-CUDA device is refused with exit code 3.
-"""
+Prints one JSON object of allocator counters per phase; exit 1 on an error, 3 on a non-CUDA device.
+Method: docs/methods/fragmentation.md."""
 from __future__ import annotations
 
 import os

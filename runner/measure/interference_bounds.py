@@ -1,12 +1,7 @@
 """The interference experiment's judgement, without torch: the physical bound a timing must respect
-(`check_bounds`) and the run's one-line summary (`summary_line`), as analysis/queries/headline_interference.sql
-judges the stored rows.
-
-Sanity bound (`check_bounds`): work on shared memory cannot finish faster than the longer of its two
-parts, nor faster than its bytes over the bandwidth ceiling. A `both` faster than either part alone is
-flagged (`bound_violated`), never reported as a speed-up: the seed's 903 us "compact + decode" against
-1289 us "compact alone" is that pattern.
-"""
+(`check_bounds`: `both` can beat neither its longer part nor its bytes over the ceiling, else it is flagged
+`bound_violated`) and the run's one-line summary (`summary_line`), as analysis/queries/headline_interference.sql
+judges the stored rows. Method: docs/methods/interference.md."""
 
 from __future__ import annotations
 

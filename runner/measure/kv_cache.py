@@ -1,17 +1,8 @@
-"""One adapter over the cache objects that different transformers releases return.
-
-- 5.x:   a Cache with `.layers`. Attention layers (DynamicLayer, DynamicSlidingWindowLayer, StaticLayer and
-         their kin) hold `.keys` / `.values`; linear-attention and Mamba layers (LinearAttentionLayer) hold
-         `.conv_states` / `.recurrent_states`, dicts of tensors of a constant size; hybrid layers hold both;
-         DummyLayer (5.2x) holds nothing. An MLA layer is an ordinary attention layer whose "keys" are the
-         compressed latent and whose "values" are the shared rotary key (5.2x), or per-head K/V (older).
-- 4.4x:  DynamicCache with parallel `.key_cache` / `.value_cache` lists; Mamba hybrids' caches
-         (HybridMambaAttentionDynamicCache and kin) add `.conv_states` / `.ssm_states` lists.
-- older: a tuple of (key, value) tuples ("legacy cache").
-Every tensor a layer holds is counted (K, V, conv and recurrent states; an indexer's keys with K); 0-d tensors are
-bookkeeping (a window length, a counter) and are not. A layer object of a class this module does not know
-raises CacheLayoutError naming it: a cache we cannot read must never be reported as smaller than it is.
-"""
+"""One adapter over the cache objects every transformers release returns (5.x `.layers`, 4.4x key/value
+lists, legacy tuples): `read_cache` gives each layer's tensors, `cache_bytes` and `cache_bytes_per_layer`
+their sizes (every tensor a layer holds; 0-d bookkeeping left out). A layer of a class it does not know
+raises CacheLayoutError: a cache we cannot read is never reported as smaller than it is.
+Method: docs/methods/memory.md."""
 from __future__ import annotations
 
 import inspect

@@ -1,15 +1,7 @@
-"""Built-in architectures (public config hyperparameters, random weights) and local checkpoints.
-
-Nothing here touches the network: configs are constructed from the numbers below, and `--model PATH`
-reads a local folder with HF_HUB_OFFLINE set. KV memory and step timing depend on tensor shapes, not on
-weight values, so random weights measure the same cache; every run records which kind it used.
-
-A model folder is data from someone else, never code: its config is read bounded and checked against the
-model facts' schema, a config naming its own code (`auto_map`) is refused, transformers is always called with
-`trust_remote_code=False` (so it never prompts on standard input), weights load from safetensors only, and an
-index naming shards outside the folder is refused. A checkpoint larger than the build budget is not loaded:
-it is built from its config as a KV-faithful replica, like a config-only model.
-"""
+"""Built-in architectures (public config hyperparameters, random weights) and local checkpoints, never the
+network: `resolve(name)` gives a ModelSpec, `load_model(name, device, dtype)` a LoadedModel (a KV-faithful
+replica when the model is over the build budget). A model folder is data, never code: no remote code, no
+`auto_map`, safetensors only, shards inside the folder. Method: docs/methods/models.md."""
 from __future__ import annotations
 
 import json

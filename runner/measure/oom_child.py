@@ -1,14 +1,8 @@
-"""One deliberate CUDA out-of-memory, in a child process, to prove the recovery path without risking the
-parent run: allocate CHUNK-sized blocks until the allocator raises OutOfMemoryError, catch it, free every
-block, check the allocator is back at its baseline, then run a forward pass of a small model (tiny-gpt2,
-random weights) to show the device still computes.
-
+"""One deliberate CUDA out-of-memory in a child process, proving the recovery path without risking the run.
     python -m kvreport.runner.measure.oom_child '{"device": "cuda:0"}'
-
-One JSON object on stdout: {"caught": bool, "allocated_at_oom": bytes, "freed": bool, "forward_ok": bool,
-"error": first line}. Exit 3 on a non-CUDA device (a CPU allocation failure is the kernel's OOM killer,
-not an exception: nothing to prove there), 1 on any other failure.
-"""
+Prints one JSON object: {"caught": bool, "allocated_at_oom": bytes, "freed": bool, "forward_ok": bool,
+"error": first line}. Exit 3 on a non-CUDA device (nothing to prove there), 1 on any other failure.
+Method: docs/methods/pressure.md."""
 from __future__ import annotations
 
 import sys

@@ -1,35 +1,8 @@
-"""The one timing harness every timed experiment uses.
-
-What a GPU sample measures, and why. The old clock synchronised, recorded the start event on an idle GPU
-and only then dispatched the work from Python, so every sample included the host's dispatch time (5-10 us
-per launch, several ms for an eager decode step): at 64 MiB a roof-speed gather takes ~30 us, and the
-dispatch gap alone capped it near 80% of the roof. Three ways out exist: a short device-side wait ahead
-of the timed work, K back-to-back calls between one event pair, or a CUDA graph replay. This module uses
-the first, because it works for any callable (graph capture is not possible for everything we time, and
-K back-to-back calls would need K destinations or let one call's cache state leak into the next):
-
-    synchronize; enqueue torch.cuda._sleep(lead); record start; fn(); record end; synchronize
-
-The sleep kernel keeps the GPU busy while the host enqueues fn's kernels behind it, so when the start
-event fires, all of fn's work is already queued and the GPU runs it back-to-back: start..end is the time
-the device spends on fn (its GPU-busy time), with no dispatch gap inside. The lead is sized during the
-warm-up to 1.5x the slowest dispatch seen plus a margin (the sleep counts SM cycles, so cycles per ms
-are re-learnt from every sample's measured sleep: clocks ramp up and throttle), and every sample records
-whether the host really finished dispatching before the sleep ran out (`dispatch_hidden`); a callable
-that synchronises inside (a `.item()`) cannot be hidden, and its samples say so instead of silently
-including the gap.
-
-The host wall time of each call (perf_counter around the call, i.e. the dispatch time on a GPU) is kept
-beside the device time: dispatch overhead becomes a reported figure (`host_ms`), not a hidden confound.
-On the CPU the call is synchronous, so device time and host time are the same measurement.
-
-- Warm-up repeats first (allocator growth, cuBLAS heuristics, lazy init, the lead's sizing), then
-  `repeats` timed ones.
-- Stored as median with p25/p75 and n; a result whose IQR is wider than WIDE_SPREAD of its median is
-  flagged `wide` so pages can say the number is noisy instead of pretending it is exact.
-- `time_interleaved` runs variants A B A B ... in one process, so drift (clocks, thermals, other tenants)
-  hits all of them alike.
-"""
+"""The one timing harness every timed experiment uses. `time_fn(fn, device)` and
+`time_interleaved({name: fn}, device)` return a `Timing` per variant: median with p25/p75 and n of the device
+time, the host time per call beside it, and the share of samples whose dispatch was hidden. On a GPU a sample
+is the device's busy time, host dispatch hidden behind a short device-side wait.
+Method: docs/methods/timing.md."""
 from __future__ import annotations
 
 import statistics

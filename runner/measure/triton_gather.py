@@ -1,20 +1,7 @@
-"""A Triton kernel that gathers whole contiguous rows: dst[i, :] = src[idx[i], :].
-
-KV compaction moves whole slot rows (one request's K or V of one layer is one contiguous row), so the
-kernel needs no per-element index: each program copies one BLOCK-word chunk of one destination row.
-- Rows are seen as 32-bit words (16- or 8-bit where the row length does not divide); with 16-byte-aligned
-  rows (Triton specialises an int argument divisible by 16, and pointers aligned to 16 bytes) the
-  compiler emits 16-byte vector loads and stores, four words per access.
-- When BLOCK divides the row the mask is compiled out (EVEN), so no predicate blocks vectorisation.
-- Offsets are 64-bit: a 4 GiB pool has more than 2^31 words.
-- Loads use eviction_policy="evict_first": each byte is read once, so keeping it in L2 only evicts
-  the destination lines that are still being written.
-- One launch per call; the 1-D grid has rows x blocks-per-row programs (no 65,535 limit of grid axis 1).
-
-On a CPU the same kernel runs under Triton's interpreter (TRITON_INTERPRET=1, set before triton is
-imported), which is how CI checks it against advanced indexing. Written for Triton 3.x (the GPU image
-has 3.6; CI installs the latest 3.x).
-"""
+"""A Triton kernel that gathers whole contiguous rows: `gather_rows(src, idx, out)` sets
+out[i, :] = src[idx[i], :] in one launch, with 16-byte vector accesses where rows allow. On a CPU it runs
+under Triton's interpreter (TRITON_INTERPRET=1, set before triton is imported); written for Triton 3.x.
+Method: docs/methods/compaction.md."""
 from __future__ import annotations
 
 import torch

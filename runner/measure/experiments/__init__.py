@@ -1,15 +1,8 @@
-"""Experiment registry. Each module in this package is one experiment:
-
-    NAME = "cache_tensors"        # also the name in the `experiments` table
-    GROUP = "cache"              # one of core/groups.py GROUPS: what `--groups` selects
-    ORDER = 20                   # order within the run (lower first)
-    TABLES = ("cache_tensors", "kv_per_layer")   # the tables it fills; their DDL is runner/core/schema/*.sql
-    def run(ctx: RunContext) -> Result: ...
-
-An experiment that cannot run here raises Skip("why"); it is recorded as skipped with that reason.
-Modules are discovered, so adding an experiment is adding a file (and, for a new table, a schema step).
-An experiment may write only the tables it names: the run refuses rows for any other table.
-"""
+"""Experiment registry: each module in this package is one experiment, discovered, with NAME (its name in the
+`experiments` table), GROUP (one of core/groups.py GROUPS, what `--groups` selects), ORDER (lower runs first),
+TABLES (the tables it fills, DDL in runner/core/schema/) and `run(ctx: RunContext) -> Result`. The run refuses
+rows for tables it does not name; one that cannot run here raises Skip("why"), recorded as skipped with the reason.
+Method write-ups: docs/methods/README.md."""
 from __future__ import annotations
 
 import importlib

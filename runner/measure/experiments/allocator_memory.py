@@ -1,10 +1,6 @@
-"""The allocator's view: memory allocated before and after a prefill, per shape.
-
-This is what the seed's first profiler did, and it over-counts: right after the forward pass the delta
-also holds the logits (batch x seq x vocab x dtype: for GPT-2 that is 2.7x the KV cache per token) and
-whatever else the forward kept alive. So each row also records the delta once the logits are dropped,
-which is the cache alone and should match the formula; the gap between the two is the lesson.
-"""
+"""The allocator's view: memory allocated before and after a prefill, per shape, and again once the logits are
+dropped (the cache alone, which should match the formula). The profiler write-up's method over-counts by the
+gap between the two. Method: docs/methods/memory.md."""
 from __future__ import annotations
 
 import gc

@@ -1,13 +1,7 @@
-"""Memory: measure the cache tensors themselves, total and per layer.
-
-Sums every tensor the cache object holds (K, V, and the constant-size conv/recurrent states of
-linear-attention and Mamba layers), so nothing else alive in memory can leak into the number. Compared
-layer by layer with runner/core/model_facts.py (windows, chunks, MLA and states included; the old K/V formula
-where the facts do not know the architecture), at lengths below, at and above every window and chunk.
-On a KV-faithful replica built one layer per cache kind, each layer is measured as the built layer of its
-kind and the row says so (model_build). Publishes the measured bytes/token in ctx.shared for later
-experiments (crossover, audits).
-"""
+"""Memory: measure the cache tensors themselves, total and per layer, against the model facts (or the K/V
+formula where the facts do not know the architecture), at lengths below, at and above every window and chunk.
+Publishes the measured bytes/token in ctx.shared for later experiments (crossover, audits).
+Method: docs/methods/memory.md."""
 from __future__ import annotations
 
 import torch

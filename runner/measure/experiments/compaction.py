@@ -1,23 +1,7 @@
-"""Compaction: gather the live requests' KV caches into contiguous memory, from well under
-1 MB to 4 GiB live on a GPU, by every method of runner/measure/compaction.py, each against the roof of the same
-size (a copy moving the same bytes, runner/measure/ceilings.py) and the theoretical peak.
-
-- The copy roof of each size is timed as one more interleaved variant (runner/measure/ceilings.roof_kernel), with
-  the same flush: the roof a gather is divided by saw the same machine at the same moments.
-- naive (per-layer index_select), batched (one index_select on 8-byte words), triton (one launch, whole
-  rows, 16-byte vectors) and triton_layers (the triton kernel once per layer and tensor: the control that
-  changes launch count without changing element width). The Triton methods need a GPU; on the CPU they
-  are recorded as skipped with the reason (their correctness is tested in CI under Triton's interpreter).
-  On a GPU a tiny probe launch decides whether they run (runner/measure/compaction.probe_triton): a Triton that
-  imports but cannot build or launch is the Triton methods' skip reason, and naive and batched keep their
-  rows. A method that raises on its first (checked) run is skipped with its exception the same way.
-- Device times exclude host dispatch (runner/measure/timing.py); the host time per call is stored beside them.
-- Each timed call starts cold: a footprint under FLUSH_FACTOR x the last-level cache is preceded by an
-  untimed flush, so small sizes measure DRAM, not L2/LLC. Only sizes of at least FLUSH_FACTOR x LLC moved
-  (`dram_sized`) speak for DRAM bandwidth; the others are in the table, labelled.
-- A row above 105% of its same-size roof is flagged (`over_roof`): a measurement error, never a result.
-- `correct` is checked on random data with the destination poisoned (NaN) before each method runs.
-"""
+"""Compaction: gather the live requests' KV caches into contiguous memory, from well under 1 MB to 4 GiB live
+on a GPU, by every method of runner/measure/compaction.py, timed cold and interleaved with the copy roof of
+the same size. Fills `compaction` rows with device and host times, bandwidth against that roof and the
+peak, and the `dram_sized`, `over_roof` and `correct` flags. Method: docs/methods/compaction.md."""
 from __future__ import annotations
 
 from . import Result, RunContext

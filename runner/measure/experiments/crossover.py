@@ -1,20 +1,7 @@
 """Crossover: from what context length does the KV cache outweigh the model's weights?
-
-crossover_tokens = weight bytes / (batch x KV bytes per token), in tokens per request, with weights and
-cache in the same dtype (so the dtype cancels out of the token count; the byte columns carry it).
-- measured: the loaded model, KV bytes/token from the cache tensors (cache_tensors's figure when it ran,
-  else one prefill here), weight bytes from its parameters (tied embeddings counted once);
-- formula: every built-in architecture, KV bytes/token from its config, weights = parameter count on the
-  meta device x 2 bytes (the 16-bit dtype a GPU run uses), so a 7B model is never allocated.
-Sliding-window layers stop growing at their window: the crossover is found on the capped cache size, and
-is NULL when even a full window per request never reaches the weights at that batch size.
-The formula rows follow runner/core/model_facts.py's cache_bytes(seq) (windows, chunks, MLA, constant states) and
-its analytic weight bytes, for every built-in the facts describe: a model whose cache stops growing (every
-layer windowed or a constant state) may never reach its weights, and the row's note says so. A replica's
-measured row prices its weights from the facts too (the replica's own weights are not the model's).
-The analytic capacity table (kv_fits_formula, see kv_formula.fits_rows) is written here, since
-this experiment runs on replicas as well.
-"""
+crossover_tokens = weight bytes / (batch x KV bytes per token). Stores a measured row for the loaded model and
+a formula row for every built-in architecture the model facts describe, plus the analytic capacity table
+(kv_fits_formula), written here because this experiment runs on replicas too. Method: docs/methods/crossover.md."""
 from __future__ import annotations
 
 import torch

@@ -1,25 +1,7 @@
-"""Decode: the cost of one decode step (one new token per sequence) on a prefilled cache,
-across prefix lengths and batch sizes, in three modes (runner/measure/decode_step.py), decomposed.
-
-- eager: transformers' DynamicCache (the seed's setup, the headline); static: a preallocated StaticCache,
-  no graph (runs on the CPU too); graph: the static step replayed from a CUDA graph (CUDA only, else
-  recorded as skipped with the reason). Between timed calls the cache goes back to the prefix (untimed).
-  Every failure of one mode (its set-up, a reset, a capture, a timed call) is recorded as that mode's
-  skip with the exception's type and message (`skipped_modes`); the other modes keep their rows.
-- Times: `step_ms` is the device's busy time for the step (GPU samples exclude host dispatch, see
-  runner/measure/timing.py), `host_ms` the host wall time per call; on a GPU their difference (`overhead_ms`) is
-  what launches and Python add per step. On the CPU the two are one measurement.
-- Bytes a step must move: every weight it streams (an untied input embedding is only looked up, so it is
-  left out), the KV the attention reads (prefix + the new token; the whole preallocated buffer for a
-  static cache), the new token's KV written (`kv_write_bytes`), and, for eager, the torch.cat re-copy of
-  the cache (`recopy_bytes`: real traffic the layout forces, not needed by the computation).
-  `bytes_read` (weights + KV read) over the step time is the achieved bandwidth, set against the `read`
-  roof at the same size (runner/measure/ceilings.py), measured warm like the steps (no flush between repeats).
-  A step whose bytes fit in FLUSH_FACTOR x the last-level cache (`dram_sized` false: a tiny model) runs
-  from the cache, so its bandwidth is a cache figure and says nothing about DRAM.
-  `bandwidth_floor_ms` = (bytes_read + kv_write) / that roof:
-  a bandwidth-bound step sits near it, a launch-bound one far above it, whatever its prefix-flatness.
-"""
+"""Decode: the cost of one decode step (one new token per sequence) on a prefilled cache, across prefix
+lengths and batch sizes, in the eager, static and graph modes of runner/measure/decode_step.py. Each row holds
+the step's device and host times, the bytes it must move, the bandwidth against the same-size read roof and
+the bandwidth floor; a mode that fails is recorded in `skipped_modes`. Method: docs/methods/decode.md."""
 from __future__ import annotations
 
 import torch

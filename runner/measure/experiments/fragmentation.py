@@ -1,14 +1,7 @@
-"""Fragmentation: what the CUDA caching allocator keeps after requests are evicted, with
-the default allocator and with expandable_segments:True.
-
-The allocator reads its configuration once, when CUDA starts, so each setting runs in a fresh child
-process (runner/measure/frag_child.py, torch only, tensors of this model's real per-request KV shapes). Same
-scenario and seed for both: admit requests of varied lengths, decode a few tokens each (DynamicCache
-grows by torch.cat), evict a random subset, then empty_cache(). Counters: allocated, reserved,
-inactive-split bytes and allocation retries after each phase, the peak reserved during it (the first
-phase is admission plus decode growth), and the expandable segments the allocator holds (after
-empty_cache: what expandable_segments could not give back). Retention = reserved - allocated.
-"""
+"""Fragmentation: what the CUDA caching allocator keeps after requests are evicted, with the default allocator
+and with expandable_segments:True, each in a fresh child process (runner/measure/frag_child.py) on this
+model's real per-request KV shapes. Stores the allocator counters after each phase; retention = reserved -
+allocated. Method: docs/methods/fragmentation.md."""
 from __future__ import annotations
 
 import os

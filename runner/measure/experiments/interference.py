@@ -1,31 +1,7 @@
-"""Interference: does compaction slow serving down, and does running both at once save time?
-
-Three variants timed interleaved (compact, decode, both, compact, ...) with the shared harness:
-- decode:  `steps` decode steps in the fastest mode that runs (runner/measure/decode_step.py: a CUDA graph replay
-           on a GPU, else the static cache, else eager), reset (untimed) before each call. A mode that
-           fails anywhere (set-up, pilot, timed rounds) hands over to the next; `decode_mode` is the one
-           used and `decode_fallback` says why the faster ones were not. On a GPU a one-step pilot sizes
-           the steps (`gpu_sizing`) so that a balanced gather fits in free memory.
-           Eager decode leaves a GPU mostly idle between launches, so pairing it with compaction could
-           never show contention; a graph replay keeps the GPU busy for the whole decode part.
-- compact: one batched gather of the live half of a KV pool (runner/measure/compaction.py), SIZED so that it
-           takes about as long as the decode part: a pilot times the decode part and the gather's rate,
-           the pool is sized from them, and resized once if the two land outside 0.6-1.6x, never beyond
-           `compact_cap_bytes` (GPU: a share of free memory; CPU: fixed), and not at all when the gather is
-           already at that cap (then it stays unbalanced, and says so). The stored
-           `balance_ratio` (compact / decode alone) is checked against 0.5-2x (`balanced`): a 60 ms decode
-           beside a 1.5 ms gather would make "both = decode alone" a foregone conclusion.
-- both:    the two at once. GPU: on two side streams, each waiting on the default stream first; the default
-           stream waits on both before the harness records its end event, so the timed region covers all
-           the work on every stream; an event pair on each side stream times each part inside `both`.
-           CPU: compaction in a thread beside the decode loop (torch kernels release the GIL), joined
-           inside the timed region; each part is timed by its own thread's clock.
-The alone variants run on the same side streams, so the only difference is the overlap. Reported: the
-decode part's latency inflation when run together (decode in both / decode alone), the compaction
-bandwidth lost (1 - compact alone / compact in both), and the physical bound.
-
-The sanity bound and the run's one-line judgement are runner/measure/interference_bounds.py's.
-"""
+"""Interference: does compaction slow serving down, and does running both at once save time? Times decode,
+a balanced compaction and both at once, interleaved; stores each part's times, the decode mode used, the
+balance ratio, the decode inflation and compaction bandwidth lost, and the physical bound
+(runner/measure/interference_bounds.py). Method: docs/methods/interference.md."""
 from __future__ import annotations
 
 import statistics

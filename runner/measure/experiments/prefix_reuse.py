@@ -1,21 +1,7 @@
 """Audit: does reusing a prefix's KV cut prefill work, and does evicting idle sessions free their memory?
-
-The token article claims prefix caching cuts input computation and that evicting idle sessions' KV
-"doubles host capacity". This runs both on the real model:
-
-1. Multi-turn sessions share one system prompt. Each turn is prefilled three ways, interleaved in one
-   process (runner.timing.time_interleaved, median with p25/p75 and n):
-     recompute       the whole prompt from scratch (no prefix cache)
-     system_prefix   the system prompt's KV copied from a cache; only the conversation is computed
-     session_prefix  the session's own previous context kept; only the new user message is computed
-   The cache copy happens in the untimed setup (a real engine shares blocks instead of copying); its own
-   cost is timed separately (copy_ms). Cached and computed tokens are read from the cache objects, and
-   the last position's logits are compared with the recompute ones, so reuse is shown to be exact.
-2. Every session keeps its cache; then the last third "disconnect" and their caches are dropped. The
-   bytes held before and after come from the cache tensors (and, on CUDA, from the allocator).
-   How much capacity that buys is set by the share of sessions that left (a parameter of this workload,
-   stated on the page), which is why the audit's TTL sweep over real traffic is the evidence that counts.
-"""
+Times each turn's prefill three ways (recompute, system_prefix, session_prefix), checks reuse is exact from the
+logits, and stores the bytes held before and after a share of the sessions disconnect.
+Method: docs/methods/prefix-reuse.md."""
 from __future__ import annotations
 
 import copy

@@ -1,25 +1,7 @@
-"""Pressure: how many concurrent requests fit, filled with real prefills up to the ceiling.
-
-Each request is a prefill of ctx.model whose cache is kept alive, as a server keeps a live request's KV;
-on a GPU requests are prefilled PREFILL_BATCH at a time (one cache holding k requests) so the fill
-reaches the ceiling within the time budget, on the CPU one at a time. After every admission we record
-the cache tensor bytes, the allocator's allocated and reserved bytes, and stop at the first of:
-- the ceiling: CEILING_FRACTION of the device memory free at the start (KVREPORT_PRESSURE_FRACTION),
-  checked *before* a prefill using the bytes the next request will need (its cache plus the largest
-  prefill transient seen so far: logits and activations), so the run stays below the line;
-- the time budget, or a request cap on the CPU only (a GPU has none: its capacity is measured by filling
-  it, not extrapolated from a capped sample);
-- an out-of-memory error, which is caught, everything freed, and the device checked usable afterwards.
-Then, on a GPU, one deliberate out-of-memory in a child process (runner/measure/oom_child.py) proves the
-recovery path without risking this run: the error is caught, the memory freed, a forward pass still runs.
-
-The theoretical maximum is free memory / measured bytes per request (the seed's definition), and the
-serving-engine view is KV capacity = KV budget / bytes per token with max concurrency = capacity / L.
-
-On the CPU there is no caching allocator: "allocated" is the bytes of the storages the caches pin,
-reserved is NULL, and the ceiling is min(1 GiB, 5% of RAM) so the host can never be pushed into the
-kernel's OOM killer (Linux overcommits: a CPU allocation failure kills the process, it does not raise).
-"""
+"""Pressure: how many concurrent requests fit, filled with real prefills up to a ceiling (a share of the free
+memory; KVREPORT_PRESSURE_FRACTION), the time budget or an out-of-memory error. Stores one row per admission
+(cache, allocated and reserved bytes), the capacity figures, and on a GPU the result of a deliberate
+out-of-memory in a child process (runner/measure/oom_child.py). Method: docs/methods/pressure.md."""
 from __future__ import annotations
 
 import gc
@@ -174,7 +156,7 @@ def admit(prefill: Callable[[int], object], seq_len: int, cap: int, ceiling_byte
 
 def capacity(seq_len: int, bytes_per_request: int, free_bytes: int, ceiling_bytes: int,
              overhead_bytes: int) -> dict:
-    """The seed's theoretical maximum (all free memory / bytes per request) and the serving-engine view:
+    """The profiler write-up's theoretical maximum (all free memory / bytes per request) and the serving-engine view:
     KV budget = ceiling - prefill transient, capacity in tokens, concurrency at seq_len."""
     bytes_per_token = bytes_per_request / seq_len
     budget = max(0, ceiling_bytes - overhead_bytes)
