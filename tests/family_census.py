@@ -76,6 +76,12 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                # xLSTM rounds its q/k and v widths up to a multiple of 64 (configuration_xlstm.qk_dim): a width
                # below 128 gives the cache one head size and the layers another
                "xlstm": {"hidden_size": 128, "embedding_dim": 128, "num_blocks": 8},
+               # Reformer's causal LM needs is_decoder (ReformerModelWithLMHead's check), axial position sizes that
+               # sum to hidden_size and cover the padded prompt, one attn_layers entry per layer; 8-token chunks so
+               # the 12-token prompt runs its LSH layers chunked (and caches their bucket ids)
+               "reformer": {"is_decoder": True, "attn_layers": ["local", "lsh"] * 4, "axial_pos_embds_dim": [32, 32],
+                            "axial_pos_shape": [16, 16], "lsh_attn_chunk_length": 8, "local_attn_chunk_length": 8,
+                            "attention_head_size": 16, "feed_forward_size": 64},
                # the looped layers must lie within the 8 layers, on attention-residual block boundaries
                "inkling2_loop_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 2, "swa_head_dim": 16,
                                       "n_layers_per_attn_res_block": 2, "loop_layer_index_start": 2,
@@ -170,7 +176,9 @@ def measure_one(model_type: str) -> dict:
             return {**record, "status": "no_build", "detail": f"prefill: {_short(exc)}"}
         cache = getattr(out, "past_key_values", None)
         if cache is None:
-            cache = getattr(out, "cache_params", None) or getattr(out, "cache", None) or getattr(out, "state", None)
+            # Mamba's cache_params, Dory's cache, xLSTM's state, Reformer's past_buckets_states
+            cache = getattr(out, "cache_params", None) or getattr(out, "cache", None) or getattr(out, "state", None) \
+                or getattr(out, "past_buckets_states", None)
         # no cache returned: nothing held (exact where the facts say so, status no_cache where they do not)
         held[seq] = _tensor_bytes(cache, set()) if cache is not None else 0
         if cache is None:

@@ -93,3 +93,16 @@ def test_qwen4_exp_keeps_indexer_keys_and_one_position_history():
     assert kinds(f) == ["linear_state", "full+positions", "full"]
     # conv (2 x 4 + 4) x 2 and recurrent 4 x 4 in float32; K (4 + indexer 4) and V 4 a token; 3 int64 positions
     assert f.cache_bytes(10, 1, F32) == (24 + 16 + 2 * 12 * 10) * 4 + 3 * 8 * 10
+
+
+def test_reformer_caches_hidden_states_and_lsh_bucket_ids_once_chunked():
+    f = facts(model_type="reformer", attn_layers=["local", "lsh", "lsh"], hidden_size=16, num_attention_heads=2,
+              num_hashes=3, lsh_attn_chunk_length=6, local_attn_chunk_length=4, vocab_size=10)
+    assert kinds(f) == ["hidden_states"] * 3
+    assert f.cache_bytes(4, 1, F32) == 3 * 16 * 4 * 4   # 4 <= every chunk: states only
+    # 5 tokens: within the LSH chunk (6), but longer than the shortest chunk (4) and not a multiple of
+    # lcm(6, 4) = 12, so padded to 12 > 6: each LSH layer also keeps 2 heads x 3 hashes int64 ids per prompt token
+    assert f.cache_bytes(5, 1, F32) == 3 * 16 * 5 * 4 + 2 * (2 * 3 * 5 * 8)
+    assert f.cache_bytes(5, 1, "bfloat16") == 3 * 16 * 5 * 2 + 2 * (2 * 3 * 5 * 8)
+    with pytest.raises(ModelFactsError, match="attn_layers"):
+        facts(model_type="reformer", attn_layers=["global"], hidden_size=16)
