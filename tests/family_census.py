@@ -139,15 +139,35 @@ def _tiny_overrides(defaults: dict) -> dict:
     return out
 
 
-def tiny_config(model_type: str):
+def tiny_config(model_type: str, cls=None):
+    """The tiny config of a family, from `cls` (default: its model_type's config class)."""
     from transformers import CONFIG_MAPPING
-    cls = CONFIG_MAPPING[model_type]
-    defaults = cls().to_dict()
+    cls = cls or CONFIG_MAPPING[model_type]
+    fixes = FAMILY_TINY.get(model_type, {})
+    try:
+        defaults = cls().to_dict()
+    except Exception:  # noqa: BLE001 - defaults its own validation rejects: with the family's fixes, then
+        defaults = cls(**fixes).to_dict()
     overrides = _tiny_overrides(defaults)
-    for key, value in FAMILY_TINY.get(model_type, {}).items():  # a sub-config's fixes merge into its tiny sizes
+    for key, value in fixes.items():  # a sub-config's fixes merge into its tiny sizes
         overrides[key] = {**overrides[key], **value} if key in SUB_CONFIGS and isinstance(overrides.get(key), dict) \
             else value
     return cls(**overrides)
+
+
+def _codebook_inputs(model, config, seq: int) -> dict:
+    """MusicGen's decoder takes one row of ids per codebook (modeling_musicgen.py, MusicgenForCausalLM.forward:
+    input_ids of (batch x num_codebooks, seq))."""
+    import torch
+    return {"input_ids": torch.randint(3, 100, (config.num_codebooks, seq))}
+
+
+# Families whose prefill takes other inputs than one row of token ids.
+FAMILY_INPUTS = {"musicgen": _codebook_inputs, "musicgen_melody": _codebook_inputs}
+# Families whose causal-LM class takes another config class than the model_type's own: MusicgenForCausalLM is
+# the decoder alone, built from MusicgenDecoderConfig (its config_class); MusicgenConfig (text encoder, audio
+# encoder, decoder) belongs to MusicgenForConditionalGeneration. The census builds the class from its own config.
+CLASS_CONFIG = {"musicgen", "musicgen_melody"}
 
 
 def measure_one(model_type: str) -> dict:
@@ -160,9 +180,15 @@ def measure_one(model_type: str) -> dict:
     torch.set_num_threads(1)
     record: dict = {"model_type": model_type, "transformers": transformers.__version__}
     try:
-        config = tiny_config(model_type)
         torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config).eval()
+        if model_type in CLASS_CONFIG:
+            from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            model_cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
+            config = tiny_config(model_type, model_cls.config_class)
+            model = model_cls(config).eval()
+        else:
+            config = tiny_config(model_type)
+            model = transformers.AutoModelForCausalLM.from_config(config).eval()
         record["config"] = config.to_json_string(use_diff=True)
     except Exception as exc:  # noqa: BLE001 - the census records why a family could not be built
         return {**record, "status": "no_build", "detail": f"build: {_short(exc)}"}
@@ -171,7 +197,9 @@ def measure_one(model_type: str) -> dict:
     for seq in SEQS:
         try:
             with torch.no_grad():
-                out = model(input_ids=torch.randint(3, max(4, min(vocab, 120)), (1, seq)), use_cache=True)
+                inputs = FAMILY_INPUTS[model_type](model, config, seq) if model_type in FAMILY_INPUTS else \
+                    {"input_ids": torch.randint(3, max(4, min(vocab, 120)), (1, seq))}
+                out = model(**inputs, use_cache=True)
         except Exception as exc:  # noqa: BLE001
             return {**record, "status": "no_build", "detail": f"prefill: {_short(exc)}"}
         cache = getattr(out, "past_key_values", None)
