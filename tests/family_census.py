@@ -48,6 +48,8 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_atten
 _NONE_IS_DEFAULT = {"layers_block_type"}
 QWEN4_QSA = {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 8,
              "indexer_compress_ratio": 4}
+GEMMA4_DRAFTER = {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0, "num_hidden_layers": 8,
+                  "num_kv_shared_layers": 8}
 # Families whose config classes check a relation TINY breaks (each class's validate_architecture).
 FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_sliding", "hybrid"] * 4}, "dots1": {"n_shared_experts": 1},
                # three indexed layers, the last two reusing the first one's K/V
@@ -82,6 +84,9 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "reformer": {"is_decoder": True, "attn_layers": ["local", "lsh"] * 4, "axial_pos_embds_dim": [32, 32],
                             "axial_pos_shape": [16, 16], "lsh_attn_chunk_length": 8, "local_attn_chunk_length": 8,
                             "attention_head_size": 16, "feed_forward_size": 64},
+               # Gemma 4 assistants (drafters): their validate_architecture wants no per-layer inputs and every
+               # layer reading the target model's K/V (configuration_gemma4_assistant.py); 8 layers, 8 shared
+               "gemma4_assistant": {"text_config": GEMMA4_DRAFTER}, "gemma4_unified_assistant": {"text_config": GEMMA4_DRAFTER},
                # the looped layers must lie within the 8 layers, on attention-residual block boundaries
                "inkling2_loop_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 2, "swa_head_dim": 16,
                                       "n_layers_per_attn_res_block": 2, "loop_layer_index_start": 2,
@@ -155,6 +160,19 @@ def tiny_config(model_type: str, cls=None):
     return cls(**overrides)
 
 
+def _drafter_inputs(model, config, seq: int) -> dict:
+    """Gemma 4 assistants (drafters) run on the target model's embeddings and K/V: their forward needs
+    inputs_embeds (2 x backbone_hidden_size) and shared_kv_states, one (K, V) per layer type
+    (models/gemma4_assistant/modeling_gemma4_assistant.py, Gemma4AssistantForCausalLM.forward, 5.25.0)."""
+    import torch
+    text, shared = config.get_text_config(), {}
+    for i, layer in enumerate(model.model.layers):
+        attn = layer.self_attn
+        kv = text.per_layer_config[i].num_key_value_heads
+        shared.setdefault(attn.layer_type, tuple(torch.randn(1, kv, seq, attn.head_dim) for _ in range(2)))
+    return {"inputs_embeds": torch.randn(1, seq, 2 * config.backbone_hidden_size), "shared_kv_states": shared}
+
+
 def _codebook_inputs(model, config, seq: int) -> dict:
     """MusicGen's decoder takes one row of ids per codebook (modeling_musicgen.py, MusicgenForCausalLM.forward:
     input_ids of (batch x num_codebooks, seq))."""
@@ -163,7 +181,8 @@ def _codebook_inputs(model, config, seq: int) -> dict:
 
 
 # Families whose prefill takes other inputs than one row of token ids.
-FAMILY_INPUTS = {"musicgen": _codebook_inputs, "musicgen_melody": _codebook_inputs}
+FAMILY_INPUTS = {"gemma4_assistant": _drafter_inputs, "gemma4_unified_assistant": _drafter_inputs,
+                 "musicgen": _codebook_inputs, "musicgen_melody": _codebook_inputs}
 # Families whose causal-LM class takes another config class than the model_type's own: MusicgenForCausalLM is
 # the decoder alone, built from MusicgenDecoderConfig (its config_class); MusicgenConfig (text encoder, audio
 # encoder, decoder) belongs to MusicgenForConditionalGeneration. The census builds the class from its own config.
