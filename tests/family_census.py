@@ -60,6 +60,7 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 4},
                "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 4},
                "gpt_neo": {"attention_types": [[["global", "local"], 4]]}, "gemma3n_text": {"num_kv_shared_layers": 2},
+               "gemma3n": {"text_config": {"num_kv_shared_layers": 2}},
                "xmod": {"default_language": "en_XX"},
                # defaults their own validation rejects, which every published config sets: Moshi's
                # audio_vocab_size None, Cohere Compass's empty rope_parameters (it needs one per layer type)
@@ -187,6 +188,12 @@ FAMILY_INPUTS = {"gemma4_assistant": _drafter_inputs, "gemma4_unified_assistant"
 # the decoder alone, built from MusicgenDecoderConfig (its config_class); MusicgenConfig (text encoder, audio
 # encoder, decoder) belongs to MusicgenForConditionalGeneration. The census builds the class from its own config.
 CLASS_CONFIG = {"musicgen", "musicgen_melody"}
+# Multimodal families whose towers need packages the test environments do not install: the census builds the
+# causal LM of their text_config, which is the model a text-only prefill of the wrapper runs (Gemma 3n's vision
+# tower is a TimmWrapperModel, needing timm and pillow; Gemma3nModel.forward hands input_ids alone to its
+# language_model, a Gemma3nTextModel, models/gemma3n/modeling_gemma3n.py 5.25.0). The facts still read the
+# wrapper's config, as `kvreport models` would.
+TEXT_MODEL_ONLY = {"gemma3n"}
 
 
 def measure_one(model_type: str) -> dict:
@@ -207,7 +214,8 @@ def measure_one(model_type: str) -> dict:
             model = model_cls(config).eval()
         else:
             config = tiny_config(model_type)
-            model = transformers.AutoModelForCausalLM.from_config(config).eval()
+            built = config.get_text_config() if model_type in TEXT_MODEL_ONLY else config
+            model = transformers.AutoModelForCausalLM.from_config(built).eval()
         record["config"] = config.to_json_string(use_diff=True)
     except Exception as exc:  # noqa: BLE001 - the census records why a family could not be built
         return {**record, "status": "no_build", "detail": f"build: {_short(exc)}"}
