@@ -85,6 +85,11 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "reformer": {"is_decoder": True, "attn_layers": ["local", "lsh"] * 4, "axial_pos_embds_dim": [32, 32],
                             "axial_pos_shape": [16, 16], "lsh_attn_chunk_length": 8, "local_attn_chunk_length": 8,
                             "attention_head_size": 16, "feed_forward_size": 64},
+               # Dory in its saved form (an attention and an mlp block per layer, counts in blocks): 8 layers, 2 in,
+               # 4 recurrent run 3 times, 2 out (its defaults, 8 in and 8 out, leave 8 layers no recurrent section)
+               "dory": {"num_hidden_layers": 16, "layer_types": (["sliding_attention", "mlp"] * 3 +
+                                                                  ["full_attention", "mlp"]) * 2,
+                        "n_input_layers": 4, "n_recurrent_layers": 8, "n_output_layers": 4, "n_recurrent_loops": 3},
                # Gemma 4 assistants (drafters): their validate_architecture wants no per-layer inputs and every
                # layer reading the target model's K/V (configuration_gemma4_assistant.py); 8 layers, 8 shared
                "gemma4_assistant": {"text_config": GEMMA4_DRAFTER}, "gemma4_unified_assistant": {"text_config": GEMMA4_DRAFTER},

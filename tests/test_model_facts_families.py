@@ -106,3 +106,18 @@ def test_reformer_caches_hidden_states_and_lsh_bucket_ids_once_chunked():
     assert f.cache_bytes(5, 1, "bfloat16") == 3 * 16 * 5 * 2 + 2 * (2 * 3 * 5 * 8)
     with pytest.raises(ModelFactsError, match="attn_layers"):
         facts(model_type="reformer", attn_layers=["global"], hidden_size=16)
+
+
+def test_dory_caches_a_copy_of_its_recurrent_layers_per_extra_loop():
+    # the released form: attention and mlp blocks, counts in blocks -> 6 layers (1 in, 4 recurrent, 1 out)
+    base = dict(model_type="dory", num_hidden_layers=12, n_input_layers=2, n_output_layers=2, n_recurrent_loops=3,
+                layer_types=["sliding_attention", "mlp", "full_attention", "mlp"] * 3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=8, sliding_window=4, hidden_size=32, vocab_size=10)
+    f = facts(**base)
+    assert kinds(f) == ["sliding", "full"] * 3 + ["full", "sliding", "full", "sliding"] * 2  # + layers 1-4 twice
+    full, sliding = 2 * 2 * 8 * 10, 2 * 2 * 8 * 3    # 10 tokens; the window keeps 3
+    assert f.cache_bytes(10, 1, F32) == (3 * (full + sliding) + 2 * 2 * (full + sliding)) * 4
+    # last_loop: earlier loops only read the recurrent layers' cache, so no copies
+    assert facts(**base, recurrent_kv_cache_mode="last_loop").cache_bytes(10, 1, F32) == 3 * (full + sliding) * 4
+    with pytest.raises(ModelFactsError, match="must equal num_hidden_layers"):
+        facts(**base, n_recurrent_layers=10)

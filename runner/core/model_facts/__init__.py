@@ -71,7 +71,7 @@ gemma3 / gemma3_text, gemma4 / gemma4_text, mimo_v2_flash, gpt_oss, llama4 / lla
 deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa, qwen3_next,
 qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h, mamba, falcon_mamba,
 mamba2, falcon_h1, bamba, granitemoehybrid, zamba, zamba2, rwkv, minimax, mllama, longcat_flash, cpmant,
-gpt_bigcode, gpt_neo, reformer and the encoder-only families (bert, roberta ...: families/encoder.py). Any other
+gpt_bigcode, gpt_neo, reformer, dory and the encoder-only families (bert, roberta ...: families/encoder.py). Any other
 model_type is read generically (families/generic.py: standard fields, MLA by kv_lora_rank, indexer keys, gated
 delta-net and short-conv states, KV sharing) and says so (`rules`). Each family is checked against the
 installed transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py),
