@@ -253,7 +253,7 @@ def _short(exc: BaseException) -> str:
 
 def compare(record: dict) -> tuple[str, str, str]:
     """(status, detail, cache kinds) of one measurement record against the current model facts."""
-    from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config
+    from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config, mla_layout_read_for
     from kvreport.runner.core.model_facts.config import parse_json_text
     if record["status"] != "measured":
         return record["status"], record.get("detail", ""), ""
@@ -261,6 +261,10 @@ def compare(record: dict) -> tuple[str, str, str]:
         facts = facts_from_config(parse_json_text(record["config"], "census"))
     except ModelFactsError as exc:
         return "refused", str(exc)[:200], ""
+    # MLA: the layout the measured release's source caches, where it was read (the facts carry both)
+    layout = mla_layout_read_for(record.get("transformers", ""), facts.model_type) if facts.mla_layouts else None
+    if layout:
+        facts = facts.with_mla_layout(layout)
     kinds = "+".join(sorted({s.kind for layer in facts.layers for s in layer})) or "none"
     for seq, held in sorted((int(s), b) for s, b in record["held"].items()):
         want = facts.cache_bytes(seq, 1, "float32")

@@ -121,3 +121,18 @@ def test_dory_caches_a_copy_of_its_recurrent_layers_per_extra_loop():
     assert facts(**base, recurrent_kv_cache_mode="last_loop").cache_bytes(10, 1, F32) == 3 * (full + sliding) * 4
     with pytest.raises(ModelFactsError, match="must equal num_hidden_layers"):
         facts(**base, n_recurrent_layers=10)
+
+
+def test_a_5_17_dsa_layer_type_reads_as_indexed_and_its_release_caches_per_head_k_v():
+    from kvreport.runner.core.model_facts import mla_layout_read_for
+    f = facts(model_type="axk2", num_hidden_layers=2, layer_types=["deepseek_sparse_attention", "full_attention"],
+              num_attention_heads=2, kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=8,
+              index_head_dim=8, hidden_size=32, vocab_size=10)
+    # latent: K = latent 16 (+ indexer key 8 on the DSA layer), V = rotary key 4
+    assert f.cache_bytes(10, 1, F32) == ((16 + 8 + 4) + (16 + 4)) * 10 * 4
+    # per head (5.17.0): K = 2 heads x (8 + 4) (+ indexer key 8), V = 2 heads x 8
+    assert f.with_mla_layout("mla_per_head").cache_bytes(10, 1, F32) == ((24 + 8 + 16) + (24 + 16)) * 10 * 4
+    assert mla_layout_read_for("5.17.0", "axk2") == "mla_per_head" and mla_layout_read_for("5.25.0", "hy_v4") == \
+        "mla_latent"
+    assert mla_layout_read_for("5.17.0", "deepseek_v3") == "mla_latent"  # DeepSeek-V3 was latent already
+    assert mla_layout_read_for("5.20.0", "glm_moe_dsa") is None           # not read: the measurement decides
