@@ -69,8 +69,11 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "blt": {"encoder_hash_byte_group_vocab": 512, "local_attention_window_len": 8},
                # Qwen4-Exp's indexer sizes default to null, which its model divides (published configs set them)
                "qwen4_exp_text": QWEN4_QSA, "qwen4_exp": {"text_config": QWEN4_QSA},
+               # Cohere Compass: 5.17's rotary embedding splits each head by mrope_section (default [22, 22, 20],
+               # for head_dim 128: models/cohere_compass/modeling_cohere_compass.py), so one that fits head_dim 16
                "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default",
-                                                                               "rope_theta": 10000.0}}},
+                                                                               "rope_theta": 10000.0,
+                                                                               "mrope_section": [3, 3, 2]}}},
                # DBRX's sizes go by its own names; its defaults leave clip_qkv None, which its attention's
                # torch.clamp rejects, and its attention config has no rope_theta (the published configs set both)
                "dbrx": {"n_heads": 4, "n_layers": 4, "attn_config": {"kv_n_heads": 1, "rope_theta": 10000.0,
