@@ -1,7 +1,11 @@
 """The family census: every model_type of the installed transformers that has a causal-LM class, built from a
 tiny config (its config class's defaults, sizes made small in the config and every sub-config, windows and
 chunks 8 tokens), one CPU prefill below and above every window, every tensor in the returned cache summed (the
-cache object's own attributes too), and compared with the model facts of the config as save_pretrained writes it.
+cache object's own attributes too), and compared with the model facts of the config as save_pretrained writes it
+(for MLA, in the layout the measured release's source caches, where it was read). A few families are built or
+prefilled otherwise, each named with its reason: FAMILY_TINY (settings their own validation or model needs),
+CLASS_CONFIG (a causal-LM class taking another config class), TEXT_MODEL_ONLY (a tower needing packages the
+test environments lack), FAMILY_INPUTS (a prefill that takes other inputs than token ids).
 
 Measuring (torch, transformers) and comparing (model facts only) are apart: each measurement is a JSON record
 (the saved config and the bytes held per prefill length), so `--save FILE.jsonl` keeps them and
