@@ -11,7 +11,7 @@ GPU_SIZES_GB = (24, 80, 141, 192)
 TP_SIZES = (1, 2, 4, 8)
 GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default share of GPU memory it plans with
 KINDS = ("full", "sliding", "chunked", "mla_latent", "mla_per_head", "linear_state", "mamba_state", "conv_state",
-         "rwkv_state", "hidden_states", "none")
+         "rwkv_state", "none")
 
 
 class ModelFactsError(UserError):
