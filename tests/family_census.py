@@ -1,7 +1,11 @@
 """The family census: every model_type of the installed transformers that has a causal-LM class, built from a
 tiny config (its config class's defaults, sizes made small in the config and every sub-config, windows and
 chunks 8 tokens), one CPU prefill below and above every window, every tensor in the returned cache summed (the
-cache object's own attributes too), and compared with the model facts of the config as save_pretrained writes it.
+cache object's own attributes too), and compared with the model facts of the config as save_pretrained writes it
+(for MLA, in the layout the measured release's source caches, where it was read). A few families are built or
+prefilled otherwise, each named with its reason: FAMILY_TINY (settings their own validation or model needs),
+CLASS_CONFIG (a causal-LM class taking another config class), TEXT_MODEL_ONLY (a tower needing packages the
+test environments lack), FAMILY_INPUTS (a prefill that takes other inputs than token ids).
 
 Measuring (torch, transformers) and comparing (model facts only) are apart: each measurement is a JSON record
 (the saved config and the bytes held per prefill length), so `--save FILE.jsonl` keeps them and
@@ -48,6 +52,8 @@ TINY = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=8, num_atten
 _NONE_IS_DEFAULT = {"layers_block_type"}
 QWEN4_QSA = {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 8,
              "indexer_compress_ratio": 4}
+GEMMA4_DRAFTER = {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0, "num_hidden_layers": 8,
+                  "num_kv_shared_layers": 8}
 # Families whose config classes check a relation TINY breaks (each class's validate_architecture).
 FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_sliding", "hybrid"] * 4}, "dots1": {"n_shared_experts": 1},
                # three indexed layers, the last two reusing the first one's K/V
@@ -58,6 +64,7 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 4},
                "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 4},
                "gpt_neo": {"attention_types": [[["global", "local"], 4]]}, "gemma3n_text": {"num_kv_shared_layers": 2},
+               "gemma3n": {"text_config": {"num_kv_shared_layers": 2}},
                "xmod": {"default_language": "en_XX"},
                # defaults their own validation rejects, which every published config sets: Moshi's
                # audio_vocab_size None, Cohere Compass's empty rope_parameters (it needs one per layer type)
@@ -66,8 +73,11 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                "blt": {"encoder_hash_byte_group_vocab": 512, "local_attention_window_len": 8},
                # Qwen4-Exp's indexer sizes default to null, which its model divides (published configs set them)
                "qwen4_exp_text": QWEN4_QSA, "qwen4_exp": {"text_config": QWEN4_QSA},
+               # Cohere Compass: 5.17's rotary embedding splits each head by mrope_section (default [22, 22, 20],
+               # for head_dim 128: models/cohere_compass/modeling_cohere_compass.py), so one that fits head_dim 16
                "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default",
-                                                                               "rope_theta": 10000.0}}},
+                                                                               "rope_theta": 10000.0,
+                                                                               "mrope_section": [3, 3, 2]}}},
                # DBRX's sizes go by its own names; its defaults leave clip_qkv None, which its attention's
                # torch.clamp rejects, and its attention config has no rope_theta (the published configs set both)
                "dbrx": {"n_heads": 4, "n_layers": 4, "attn_config": {"kv_n_heads": 1, "rope_theta": 10000.0,
@@ -76,6 +86,20 @@ FAMILY_TINY = {"zaya": {"num_experts_per_tok": 1, "layer_types": ["hybrid_slidin
                # xLSTM rounds its q/k and v widths up to a multiple of 64 (configuration_xlstm.qk_dim): a width
                # below 128 gives the cache one head size and the layers another
                "xlstm": {"hidden_size": 128, "embedding_dim": 128, "num_blocks": 8},
+               # Reformer's causal LM needs is_decoder (ReformerModelWithLMHead's check), axial position sizes that
+               # sum to hidden_size and cover the padded prompt, one attn_layers entry per layer; 8-token chunks so
+               # the 12-token prompt runs its LSH layers chunked (and caches their bucket ids)
+               "reformer": {"is_decoder": True, "attn_layers": ["local", "lsh"] * 4, "axial_pos_embds_dim": [32, 32],
+                            "axial_pos_shape": [16, 16], "lsh_attn_chunk_length": 8, "local_attn_chunk_length": 8,
+                            "attention_head_size": 16, "feed_forward_size": 64},
+               # Dory in its saved form (an attention and an mlp block per layer, counts in blocks): 8 layers, 2 in,
+               # 4 recurrent run 3 times, 2 out (its defaults, 8 in and 8 out, leave 8 layers no recurrent section)
+               "dory": {"num_hidden_layers": 16, "layer_types": (["sliding_attention", "mlp"] * 3 +
+                                                                  ["full_attention", "mlp"]) * 2,
+                        "n_input_layers": 4, "n_recurrent_layers": 8, "n_output_layers": 4, "n_recurrent_loops": 3},
+               # Gemma 4 assistants (drafters): their validate_architecture wants no per-layer inputs and every
+               # layer reading the target model's K/V (configuration_gemma4_assistant.py); 8 layers, 8 shared
+               "gemma4_assistant": {"text_config": GEMMA4_DRAFTER}, "gemma4_unified_assistant": {"text_config": GEMMA4_DRAFTER},
                # the looped layers must lie within the 8 layers, on attention-residual block boundaries
                "inkling2_loop_text": {"swa_num_attention_heads": 4, "swa_num_key_value_heads": 2, "swa_head_dim": 16,
                                       "n_layers_per_attn_res_block": 2, "loop_layer_index_start": 2,
@@ -133,15 +157,55 @@ def _tiny_overrides(defaults: dict) -> dict:
     return out
 
 
-def tiny_config(model_type: str):
+def tiny_config(model_type: str, cls=None):
+    """The tiny config of a family, from `cls` (default: its model_type's config class)."""
     from transformers import CONFIG_MAPPING
-    cls = CONFIG_MAPPING[model_type]
-    defaults = cls().to_dict()
+    cls = cls or CONFIG_MAPPING[model_type]
+    fixes = FAMILY_TINY.get(model_type, {})
+    try:
+        defaults = cls().to_dict()
+    except Exception:  # noqa: BLE001 - defaults its own validation rejects: with the family's fixes, then
+        defaults = cls(**fixes).to_dict()
     overrides = _tiny_overrides(defaults)
-    for key, value in FAMILY_TINY.get(model_type, {}).items():  # a sub-config's fixes merge into its tiny sizes
+    for key, value in fixes.items():  # a sub-config's fixes merge into its tiny sizes
         overrides[key] = {**overrides[key], **value} if key in SUB_CONFIGS and isinstance(overrides.get(key), dict) \
             else value
     return cls(**overrides)
+
+
+def _drafter_inputs(model, config, seq: int) -> dict:
+    """Gemma 4 assistants (drafters) run on the target model's embeddings and K/V: their forward needs
+    inputs_embeds (2 x backbone_hidden_size) and shared_kv_states, one (K, V) per layer type
+    (models/gemma4_assistant/modeling_gemma4_assistant.py, Gemma4AssistantForCausalLM.forward, 5.25.0)."""
+    import torch
+    text, shared = config.get_text_config(), {}
+    for i, layer in enumerate(model.model.layers):
+        attn = layer.self_attn
+        kv = text.per_layer_config[i].num_key_value_heads
+        shared.setdefault(attn.layer_type, tuple(torch.randn(1, kv, seq, attn.head_dim) for _ in range(2)))
+    return {"inputs_embeds": torch.randn(1, seq, 2 * config.backbone_hidden_size), "shared_kv_states": shared}
+
+
+def _codebook_inputs(model, config, seq: int) -> dict:
+    """MusicGen's decoder takes one row of ids per codebook (modeling_musicgen.py, MusicgenForCausalLM.forward:
+    input_ids of (batch x num_codebooks, seq))."""
+    import torch
+    return {"input_ids": torch.randint(3, 100, (config.num_codebooks, seq))}
+
+
+# Families whose prefill takes other inputs than one row of token ids.
+FAMILY_INPUTS = {"gemma4_assistant": _drafter_inputs, "gemma4_unified_assistant": _drafter_inputs,
+                 "musicgen": _codebook_inputs, "musicgen_melody": _codebook_inputs}
+# Families whose causal-LM class takes another config class than the model_type's own: MusicgenForCausalLM is
+# the decoder alone, built from MusicgenDecoderConfig (its config_class); MusicgenConfig (text encoder, audio
+# encoder, decoder) belongs to MusicgenForConditionalGeneration. The census builds the class from its own config.
+CLASS_CONFIG = {"musicgen", "musicgen_melody"}
+# Multimodal families whose towers need packages the test environments do not install: the census builds the
+# causal LM of their text_config, which is the model a text-only prefill of the wrapper runs (Gemma 3n's vision
+# tower is a TimmWrapperModel, needing timm and pillow; Gemma3nModel.forward hands input_ids alone to its
+# language_model, a Gemma3nTextModel, models/gemma3n/modeling_gemma3n.py 5.25.0). The facts still read the
+# wrapper's config, as `kvreport models` would.
+TEXT_MODEL_ONLY = {"gemma3n"}
 
 
 def measure_one(model_type: str) -> dict:
@@ -154,9 +218,16 @@ def measure_one(model_type: str) -> dict:
     torch.set_num_threads(1)
     record: dict = {"model_type": model_type, "transformers": transformers.__version__}
     try:
-        config = tiny_config(model_type)
         torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config).eval()
+        if model_type in CLASS_CONFIG:
+            from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            model_cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
+            config = tiny_config(model_type, model_cls.config_class)
+            model = model_cls(config).eval()
+        else:
+            config = tiny_config(model_type)
+            built = config.get_text_config() if model_type in TEXT_MODEL_ONLY else config
+            model = transformers.AutoModelForCausalLM.from_config(built).eval()
         record["config"] = config.to_json_string(use_diff=True)
     except Exception as exc:  # noqa: BLE001 - the census records why a family could not be built
         return {**record, "status": "no_build", "detail": f"build: {_short(exc)}"}
@@ -165,12 +236,16 @@ def measure_one(model_type: str) -> dict:
     for seq in SEQS:
         try:
             with torch.no_grad():
-                out = model(input_ids=torch.randint(3, max(4, min(vocab, 120)), (1, seq)), use_cache=True)
+                inputs = FAMILY_INPUTS[model_type](model, config, seq) if model_type in FAMILY_INPUTS else \
+                    {"input_ids": torch.randint(3, max(4, min(vocab, 120)), (1, seq))}
+                out = model(**inputs, use_cache=True)
         except Exception as exc:  # noqa: BLE001
             return {**record, "status": "no_build", "detail": f"prefill: {_short(exc)}"}
         cache = getattr(out, "past_key_values", None)
         if cache is None:
-            cache = getattr(out, "cache_params", None) or getattr(out, "cache", None) or getattr(out, "state", None)
+            # Mamba's cache_params, Dory's cache, xLSTM's state, Reformer's past_buckets_states
+            cache = getattr(out, "cache_params", None) or getattr(out, "cache", None) or getattr(out, "state", None) \
+                or getattr(out, "past_buckets_states", None)
         # no cache returned: nothing held (exact where the facts say so, status no_cache where they do not)
         held[seq] = _tensor_bytes(cache, set()) if cache is not None else 0
         if cache is None:
@@ -185,7 +260,7 @@ def _short(exc: BaseException) -> str:
 
 def compare(record: dict) -> tuple[str, str, str]:
     """(status, detail, cache kinds) of one measurement record against the current model facts."""
-    from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config
+    from kvreport.runner.core.model_facts import ModelFactsError, facts_from_config, mla_layout_read_for
     from kvreport.runner.core.model_facts.config import parse_json_text
     if record["status"] != "measured":
         return record["status"], record.get("detail", ""), ""
@@ -193,6 +268,10 @@ def compare(record: dict) -> tuple[str, str, str]:
         facts = facts_from_config(parse_json_text(record["config"], "census"))
     except ModelFactsError as exc:
         return "refused", str(exc)[:200], ""
+    # MLA: the layout the measured release's source caches, where it was read (the facts carry both)
+    layout = mla_layout_read_for(record.get("transformers", ""), facts.model_type) if facts.mla_layouts else None
+    if layout:
+        facts = facts.with_mla_layout(layout)
     kinds = "+".join(sorted({s.kind for layer in facts.layers for s in layer})) or "none"
     for seq, held in sorted((int(s), b) for s, b in record["held"].items()):
         want = facts.cache_bytes(seq, 1, "float32")

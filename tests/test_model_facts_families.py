@@ -93,3 +93,46 @@ def test_qwen4_exp_keeps_indexer_keys_and_one_position_history():
     assert kinds(f) == ["linear_state", "full+positions", "full"]
     # conv (2 x 4 + 4) x 2 and recurrent 4 x 4 in float32; K (4 + indexer 4) and V 4 a token; 3 int64 positions
     assert f.cache_bytes(10, 1, F32) == (24 + 16 + 2 * 12 * 10) * 4 + 3 * 8 * 10
+
+
+def test_reformer_caches_hidden_states_and_lsh_bucket_ids_once_chunked():
+    f = facts(model_type="reformer", attn_layers=["local", "lsh", "lsh"], hidden_size=16, num_attention_heads=2,
+              num_hashes=3, lsh_attn_chunk_length=6, local_attn_chunk_length=4, vocab_size=10)
+    assert kinds(f) == ["hidden_states"] * 3
+    assert f.cache_bytes(4, 1, F32) == 3 * 16 * 4 * 4   # 4 <= every chunk: states only
+    # 5 tokens: within the LSH chunk (6), but longer than the shortest chunk (4) and not a multiple of
+    # lcm(6, 4) = 12, so padded to 12 > 6: each LSH layer also keeps 2 heads x 3 hashes int64 ids per prompt token
+    assert f.cache_bytes(5, 1, F32) == 3 * 16 * 5 * 4 + 2 * (2 * 3 * 5 * 8)
+    assert f.cache_bytes(5, 1, "bfloat16") == 3 * 16 * 5 * 2 + 2 * (2 * 3 * 5 * 8)
+    with pytest.raises(ModelFactsError, match="attn_layers"):
+        facts(model_type="reformer", attn_layers=["global"], hidden_size=16)
+
+
+def test_dory_caches_a_copy_of_its_recurrent_layers_per_extra_loop():
+    # the released form: attention and mlp blocks, counts in blocks -> 6 layers (1 in, 4 recurrent, 1 out)
+    base = dict(model_type="dory", num_hidden_layers=12, n_input_layers=2, n_output_layers=2, n_recurrent_loops=3,
+                layer_types=["sliding_attention", "mlp", "full_attention", "mlp"] * 3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=8, sliding_window=4, hidden_size=32, vocab_size=10)
+    f = facts(**base)
+    assert kinds(f) == ["sliding", "full"] * 3 + ["full", "sliding", "full", "sliding"] * 2  # + layers 1-4 twice
+    full, sliding = 2 * 2 * 8 * 10, 2 * 2 * 8 * 3    # 10 tokens; the window keeps 3
+    assert f.cache_bytes(10, 1, F32) == (3 * (full + sliding) + 2 * 2 * (full + sliding)) * 4
+    # last_loop: earlier loops only read the recurrent layers' cache, so no copies
+    assert facts(**base, recurrent_kv_cache_mode="last_loop").cache_bytes(10, 1, F32) == 3 * (full + sliding) * 4
+    with pytest.raises(ModelFactsError, match="must equal num_hidden_layers"):
+        facts(**base, n_recurrent_layers=10)
+
+
+def test_a_5_17_dsa_layer_type_reads_as_indexed_and_its_release_caches_per_head_k_v():
+    from kvreport.runner.core.model_facts import mla_layout_read_for
+    f = facts(model_type="axk2", num_hidden_layers=2, layer_types=["deepseek_sparse_attention", "full_attention"],
+              num_attention_heads=2, kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=8,
+              index_head_dim=8, hidden_size=32, vocab_size=10)
+    # latent: K = latent 16 (+ indexer key 8 on the DSA layer), V = rotary key 4
+    assert f.cache_bytes(10, 1, F32) == ((16 + 8 + 4) + (16 + 4)) * 10 * 4
+    # per head (5.17.0): K = 2 heads x (8 + 4) (+ indexer key 8), V = 2 heads x 8
+    assert f.with_mla_layout("mla_per_head").cache_bytes(10, 1, F32) == ((24 + 8 + 16) + (24 + 16)) * 10 * 4
+    assert mla_layout_read_for("5.17.0", "axk2") == "mla_per_head" and mla_layout_read_for("5.25.0", "hy_v4") == \
+        "mla_latent"
+    assert mla_layout_read_for("5.17.0", "deepseek_v3") == "mla_latent"  # DeepSeek-V3 was latent already
+    assert mla_layout_read_for("5.20.0", "glm_moe_dsa") is None           # not read: the measurement decides

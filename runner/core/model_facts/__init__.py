@@ -30,6 +30,8 @@ Kinds and what each holds per sequence (transformers 5.24's own layout, `Dynamic
                 and LinearAttentionLayer.lazy_initialization allocates `zeros_like` it).
 - conv_state:   LFM2's short-conv layers: a [hidden_size, conv_L_cache] conv state in the model dtype.
 - rwkv_state:   RWKV-4: two hidden_size token shifts (model dtype) and three WKV vectors (float32) per layer.
+- hidden_states: Reformer: no K/V; every token's layer input (hidden_size, model dtype), and on LSH layers
+                int64 bucket ids once the prompt is attended in chunks (families/reformer.py).
 - mamba_state:  Mamba layers (Jamba: Mamba-1; Nemotron-H, Falcon-H1, Bamba: Mamba-2): conv state [conv_dim,
                 d_conv] in the model dtype, SSM state in float32 (modeling_jamba.mamba_selective_scan and
                 modeling_nemotron_h.mamba2_chunk_scan both return a float32 final state). Constant in seq.
@@ -69,7 +71,7 @@ gemma3 / gemma3_text, gemma4 / gemma4_text, mimo_v2_flash, gpt_oss, llama4 / lla
 deepseek_v3, kimi_k2, deepseek_v32, glm_moe_dsa, qwen3_next,
 qwen3_5 / qwen3_5_text, qwen3_5_moe / qwen3_5_moe_text, jamba, nemotron_h, mamba, falcon_mamba,
 mamba2, falcon_h1, bamba, granitemoehybrid, zamba, zamba2, rwkv, minimax, mllama, longcat_flash, cpmant,
-gpt_bigcode, gpt_neo and the encoder-only families (bert, roberta ...: families/encoder.py). Any other
+gpt_bigcode, gpt_neo, reformer, dory and the encoder-only families (bert, roberta ...: families/encoder.py). Any other
 model_type is read generically (families/generic.py: standard fields, MLA by kv_lora_rank, indexer keys, gated
 delta-net and short-conv states, KV sharing) and says so (`rules`). Each family is checked against the
 installed transformers' own prefill and parameter count on tiny configs (tests/test_model_facts_transformers.py),

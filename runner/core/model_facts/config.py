@@ -55,7 +55,10 @@ class ConfigReader:
         return int(value)
 
 
-LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}  # configuration_utils.py
+# configuration_utils._LEGACY_LAYER_TYPE_REMAP (transformers 5.25.0): the names older releases wrote (5.17.0's
+# "deepseek_sparse_attention", a cache_utils.DynamicIndexedLayer there as "indexed_attention" is now)
+LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention",
+                      "deepseek_sparse_attention": "indexed_attention", "qwen_sparse_attention": "indexed_attention"}
 
 
 def layer_types_from(c: ConfigReader, n_layers: int, default: list[str]) -> list[str]:

@@ -344,6 +344,38 @@ class PositionHistorySpec(CacheSpec):
 
 
 @dataclass(frozen=True)
+class ReformerStateSpec(CacheSpec):
+    """A Reformer layer's cache (transformers 5.25.0 models/reformer/modeling_reformer.py, ReformerDynamicCache):
+    every token's layer input, hidden_size values in the model dtype (counted as keys, the per-token figure),
+    and on an LSH layer `bucket_ids` int64 ids per token (heads x num_hashes) once the prompt, padded to a
+    multiple of `pad_multiple` when longer than `shortest_chunk`, exceeds `lsh_chunk` (shorter prompts attend
+    unchunked and hash nothing). The ids are a step, not a per-token figure, so outside the pricing terms."""
+    kind: ClassVar[str] = "hidden_states"
+    hidden_size: int
+    bucket_ids: int = 0
+    lsh_chunk: int = 0
+    pad_multiple: int = 1
+    shortest_chunk: int = 0
+
+    @property
+    def k_per_token(self) -> int:
+        return self.hidden_size
+
+    def hashed(self, seq_len: int) -> bool:
+        padded = seq_len
+        if seq_len > self.shortest_chunk and seq_len % self.pad_multiple:
+            padded = cdiv(seq_len, self.pad_multiple) * self.pad_multiple
+        return bool(self.bucket_ids) and padded > self.lsh_chunk
+
+    def k_bytes(self, seq_len: int, batch: int, dtype: str) -> int:
+        ids = self.bucket_ids * seq_len * 8 if self.hashed(seq_len) else 0
+        return batch * (self.hidden_size * seq_len * dtype_bytes(dtype) + ids)
+
+    def engine_bytes(self, seq_len: int, dtype: str, tp: int = 1) -> int:
+        return self.k_bytes(seq_len, 1, dtype)  # not a vLLM v1 spec: the transformers cache, one request
+
+
+@dataclass(frozen=True)
 class MambaStateSpec(_StateSpec):
     kind: ClassVar[str] = "mamba_state"
 

@@ -6,6 +6,7 @@ from .cpmant import cpmant
 from .dbrx import dbrx
 from .deepseek import deepseek
 from .deepseek_v4 import deepseek_v4
+from .dory import dory
 from .encoder import ENCODER_ONLY, encoder_only
 from .falcon import falcon
 from .gemma import gemma3_text, gemma4_text
@@ -29,6 +30,7 @@ from .nemotron_h import nemotron_h
 from .prophetnet import prophetnet
 from .qwen3_next import qwen3_next
 from .qwen4_exp import qwen4_exp_text
+from .reformer import reformer
 from .rwkv import rwkv
 from .xlstm import xlstm
 from .zamba import zamba
@@ -47,7 +49,7 @@ FAMILIES = {
     "xlstm": xlstm, "dbrx": dbrx, "deepseek_v4": deepseek_v4,
     "inkling_text": inkling, "inkling2_text": inkling, "inkling2_loop_text": inkling,
     "qwen4_exp_text": qwen4_exp_text, "prophetnet": prophetnet, "zaya": zaya, "kolibri1_1": kolibri,
-    "kimi_linear": kimi_delta_hybrid, "bailing_hybrid": kimi_delta_hybrid,
+    "kimi_linear": kimi_delta_hybrid, "reformer": reformer, "dory": dory, "bailing_hybrid": kimi_delta_hybrid,
     "falcon_h1": mamba2_hybrid, "bamba": mamba2_hybrid, "granitemoehybrid": mamba2_hybrid,
     **dict.fromkeys(ENCODER_ONLY, encoder_only),
 }

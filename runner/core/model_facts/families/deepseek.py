@@ -17,8 +17,20 @@ MLA_LAYOUT_BY_TRANSFORMERS = {
 }
 
 
-def mla_layout_read_for(transformers_version: str) -> str | None:
-    """The MLA layout seen in that release's source, or None where it was not read (measure it)."""
+# Families whose attention changed layout in other releases than DeepSeek-V3's, each release read in its
+# models/<family>/modeling_<family>.py: 5.17.0 updates the cache with the decompressed per-head K/V
+# (`past_key_values.update(key_states, value_states, self.layer_idx)`: deepseek_v32 line 460, glm_moe_dsa 428,
+# axk2 623, hy_v4 457), 5.25.0 with the latent (`cache.update(k_pass, k_rot, ...)`: 414, 383, 593, 418).
+# The indexer keys are cached beside either layout.
+MLA_LAYOUT_BY_FAMILY = {mt: {"5.17.0": "mla_per_head", "5.25.0": "mla_latent"}
+                        for mt in ("deepseek_v32", "glm_moe_dsa", "axk2", "hy_v4")}
+
+
+def mla_layout_read_for(transformers_version: str, model_type: str | None = None) -> str | None:
+    """The MLA layout seen in that release's source (for `model_type` where its family's layout changed in other
+    releases than DeepSeek-V3's), or None where it was not read (measure it)."""
+    if model_type in MLA_LAYOUT_BY_FAMILY:
+        return MLA_LAYOUT_BY_FAMILY[model_type].get(transformers_version)
     return MLA_LAYOUT_BY_TRANSFORMERS.get(transformers_version)
 
 def indexer_layers(c: ConfigReader, n_layers: int) -> list[bool]:
