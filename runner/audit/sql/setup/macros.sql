@@ -214,7 +214,9 @@ CREATE OR REPLACE TEMP MACRO kv_iso_ok(s) AS
 CREATE OR REPLACE TEMP MACRO kv_ts_cast(s) AS
   CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) THEN kv_in_window(make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ)))) END;
 
-CREATE OR REPLACE TEMP MACRO kv_unix_ok(s) AS CASE WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN s END;
+-- (The '-' test first: DuckDB computes this once per row for every row, ISO texts too, and settles those cheaply.)
+CREATE OR REPLACE TEMP MACRO kv_unix_ok(s) AS
+  CASE WHEN contains(s, '-') THEN NULL WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN s END;
 
 CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
   coalesce(kv_ts_cast(kv_iso_ok(s)), kv_unix_inside(TRY_CAST(kv_unix_ok(s) AS DOUBLE)), kv_sts_general(s));
