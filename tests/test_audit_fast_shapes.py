@@ -184,3 +184,17 @@ def test_anthropic_keys_it_cannot_read_as_fields_take_the_line_exact_reader(tmp_
     log.write_text("\n".join(json.dumps(_message(i)) for i in range(20)) + "\n")
     _, res = audit_tables([log], tmp_path, fmt="anthropic-message", keys=keys)
     assert res.readers == {str(log): "line-exact"}
+
+
+def test_the_fields_anthropic_keys_may_not_name_are_the_records_own():
+    """A key named like a field of the record would be read as that field's text (or not at all): fastread.py
+    leaves such keys to the line-exact reader, by this list."""
+    import duckdb
+
+    from kvreport.runner.audit.fastread import _ANTHROPIC_FIELDS
+    from kvreport.runner.audit.sqlfiles import run_sql
+
+    con = duckdb.connect()
+    run_sql(con, "ingest/anthropic_message_record")
+    record = json.loads(con.execute("SELECT kv_anthropic_message_record()").fetchone()[0])
+    assert set(record) == _ANTHROPIC_FIELDS

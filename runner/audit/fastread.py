@@ -98,8 +98,7 @@ def _fast_anthropic(con, src: Source, params: dict, tmpdir: str, scan: LineScan,
     p = dict(params, fmt=src.fmt, tmpdir=tmpdir, src=src, lines=None, shape=shape.sql, root=shape.root,
              keys=bool(keys), session_keys=list(keys.session), time_keys=list(keys.time),
              has_session=bool(keys.session), has_time=bool(keys.time), format=src.fmt,
-             time_label=" or ".join(keys.time) or "time", key_fields=json.dumps(fields),
-             has_session_key=bool(keys.session), has_time_key=bool(keys.time))
+             time_label=" or ".join(keys.time) or "time", key_fields=json.dumps(fields))
     return _fast_then_exact(
         con, src, scan, tmpdir, pipeline.INGEST[ANTHROPIC_FAST[src.fmt]], pipeline.IngestParams(**p),
         pipeline.INGEST["shape-lines"],

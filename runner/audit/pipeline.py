@@ -68,8 +68,6 @@ class IngestParams(StepParams):
     format: str | None = None
     records: str | None = None         # a CSV's records as JSON lines (prepare.py)
     key_fields: str = "{}"             # the fast Anthropic reader's key fields, as JSON (fastread.py)
-    has_session_key: bool = False      # ... whether it has a session key, and a time key
-    has_time_key: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ WITH _shape AS (
 WITH o AS (
   SELECT CAST(NULL AS BIGINT) AS line, CAST(NULL AS VARCHAR) AS raw, false AS blank, j IS NOT NULL AS ok,
          j IS NOT NULL AS is_object, j AS x, j AS msg,
-         CASE WHEN $has_session_key THEN struct_extract_at(j, 1) END AS key_session,
-         CASE WHEN $has_time_key THEN struct_extract_at(j, 2) END AS key_time
+         CASE WHEN $has_session THEN struct_extract_at(j, 1) END AS key_session,
+         CASE WHEN $has_time THEN struct_extract_at(j, 2) END AS key_time
   FROM read_json($path, format = 'newline_delimited', records = false, ignore_errors = true,
                  compression = $compression,
                  columns = {'j': typeof(json_transform('{}', json_merge_patch($key_fields, kv_anthropic_message_record())))})
