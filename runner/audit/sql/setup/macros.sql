@@ -152,7 +152,7 @@ CREATE OR REPLACE TEMP MACRO kv_sts_any(s) AS
     ELSE kv_ts_text(s)
   END;
 
--- kv_sts: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion. A macro's
+-- kv_sts_general: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion. A macro's
 -- argument is expanded wherever it is named, so kv_in_window(kv_ts_number(TRY_CAST(s AS DOUBLE))) converts a
 -- time a dozen times (three copies of a CASE that casts in each test): most of an audit's value conversions.
 -- Here each form converts once, where the window cannot matter, and only times near its edges take the exact
@@ -194,8 +194,8 @@ CREATE OR REPLACE TEMP MACRO kv_sts_general(s) AS
 -- kv_sts itself: kv_sts_general's value, with the common texts read outside any CASE, where DuckDB computes
 -- each cast once per row (inside a CASE's branch it is computed again at each mention):
 --   kv_iso_ok: a text that is one TIMESTAMPTZ cast (kv_ts_cast). Any text ending in 'Z' (kv_bad_offset reads no
---     offset in it: its offset ends in digits; and kv_sts_any reads it as kv_ts_text does, its plain-UTC cast
---     giving the same instant), and a text with a '-' (kv_sts_any reads it with kv_ts_text) where
+--     offset in it: the offsets it reads end in digits; and kv_sts_any reads it as kv_ts_text does, its
+--     plain-UTC cast giving the same instant), and a text with a '-' (kv_sts_any reads it with kv_ts_text) where
 --     kv_bad_offset is false without its regular expressions: no '+' or '-' where an offset's sign would be,
 --     or an offset 'HH:MM' whose hour is at most 12 (under 14:00 whatever its minutes). No regular expression
 --     on these paths.
