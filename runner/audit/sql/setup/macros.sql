@@ -152,8 +152,8 @@ CREATE OR REPLACE TEMP MACRO kv_sts_any(s) AS
     ELSE kv_ts_text(s)
   END;
 
--- kv_sts_general: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion. A macro's
--- argument is expanded wherever it is named, so kv_in_window(kv_ts_number(TRY_CAST(s AS DOUBLE))) converts a
+-- kv_sts_general: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion.
+-- A macro's argument is expanded wherever it is named, so kv_in_window(kv_ts_number(TRY_CAST(s AS DOUBLE))) converts a
 -- time a dozen times (three copies of a CASE that casts in each test): most of an audit's value conversions.
 -- Here each form converts once, where the window cannot matter, and only times near its edges take the exact
 -- general path:
