@@ -129,3 +129,72 @@ def test_litellm_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path):
     assert reader.startswith("fast, ")
     rejects = {r["line"]: r["reason"] for r in tables["token_rejects"]}
     assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"
+
+
+def _message(i: int, **over) -> dict:
+    rec = {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+           "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+           "usage": {"input_tokens": 10 + i, "output_tokens": 5 + i % 9, "cache_creation_input_tokens": i % 2 * 64,
+                     "cache_read_input_tokens": (i % 3) * 32},
+           "session_id": f"s{i % 7}", "timestamp": f"2025-06-02T10:{i % 60:02d}:00.{i:06d}Z"}
+    rec.update(over)
+    return rec
+
+
+# Anthropic lines of every kind: the same odd lines, and what a logger's own keys can hold.
+_ODD_MESSAGES = [
+    *_ODD,
+    json.dumps(_message(1, session_id={"a": [1, 2]}, timestamp=1748858400.5)),
+    json.dumps(_message(2, session_id=None, timestamp="yesterday")),
+    json.dumps(_message(3, session_id=17, timestamp="2025-06-02T12:00:00+02:00")),
+    '{"type": "message", "usage": {"input_tokens": 3, "output_tokens": 1}, "session_id": "a", "session_id": "b"}',
+    '{"type": "message", "usage": {"input_tokens": 3, "output_tokens": 1}, "Session_ID": "A", "TIMESTAMP": "x"}',
+    json.dumps(_message(4, type="error", error={"type": "overloaded_error", "message": "busy"}, usage=None)),
+    json.dumps(_message(5, usage={"prompt_tokens": 3, "completion_tokens": 1})),
+    json.dumps(_message(6, usage={"input_tokens": -3, "output_tokens": 1})),
+    json.dumps(_message(7, usage={"output_tokens": 1})),
+    json.dumps(_message(8, type="completion")),
+    json.dumps(_message(9, usage="abc")),
+    '{"custom_id": "r1", "result": {"type": "succeeded", "message": {"type": "message", "usage": {"input_tokens": 1}}}}',
+]
+
+
+@pytest.mark.parametrize("keys", [Keys(("$.session_id",), ("$.timestamp",)), Keys(), Keys(time=("$.timestamp",)),
+                                  Keys(session=("$.session_id",))])
+def test_anthropic_messages_get_the_line_exact_audit_at_their_own_lines(tmp_path, keys):
+    lines = [json.dumps(_message(i)) for i in range(400)]
+    for k, odd in enumerate(_ODD_MESSAGES):
+        lines.insert(3 + 11 * k, odd)
+    log = tmp_path / "messages.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    fast, res_fast = audit_tables([log], tmp_path, fmt="anthropic-message", keys=keys, fast_read=True)
+    exact, res_exact = audit_tables([log], tmp_path, fmt="anthropic-message", keys=keys, fast_read=False)
+    assert res_fast.readers[str(log)].startswith("fast, ") and res_exact.readers[str(log)] == "line-exact"
+    for name in exact:
+        assert sorted(map(repr, fast[name])) == sorted(map(repr, exact[name])), name
+    rejects = {r["line"]: r["reason"] for r in fast["token_rejects"]}
+    assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"
+    assert len(fast["token_call_rows"]) > 400
+
+
+@pytest.mark.parametrize("keys", [Keys(("$.metadata.user_id",), ()), Keys(("$.usage",), ()),
+                                  Keys(("$.a", "$.b"), ()), Keys(("$.t",), ("$.t",)), Keys((), ('$."odd key"',))])
+def test_anthropic_keys_it_cannot_read_as_fields_take_the_line_exact_reader(tmp_path, keys):
+    log = tmp_path / "messages.jsonl"
+    log.write_text("\n".join(json.dumps(_message(i)) for i in range(20)) + "\n")
+    _, res = audit_tables([log], tmp_path, fmt="anthropic-message", keys=keys)
+    assert res.readers == {str(log): "line-exact"}
+
+
+def test_the_fields_anthropic_keys_may_not_name_are_the_records_own():
+    """A key named like a field of the record would be read as that field's text (or not at all): fastread.py
+    leaves such keys to the line-exact reader, by this list."""
+    import duckdb
+
+    from kvreport.runner.audit.fastread import _ANTHROPIC_FIELDS
+    from kvreport.runner.audit.sqlfiles import run_sql
+
+    con = duckdb.connect()
+    run_sql(con, "ingest/anthropic_message_record")
+    record = json.loads(con.execute("SELECT kv_anthropic_message_record()").fetchone()[0])
+    assert set(record) == _ANTHROPIC_FIELDS

@@ -463,7 +463,7 @@ READERS = {  # which SQL files produce each format's reasons
     "ingest/openai_calls.sql": ["openai"], "ingest/anthropic.sql": ["anthropic"],
     "ingest/openai_object_rows.sql": ["openai-chat", "openai-response", "openai-batch"],
     "ingest/openai_object_record.sql": ["openai-chat", "openai-response", "openai-batch"],
-    "ingest/anthropic_message.sql": ["anthropic-message", "anthropic-batch"],
+    "ingest/anthropic_message_rows.sql": ["anthropic-message", "anthropic-batch"],
     "ingest/litellm_rows.sql": ["litellm"], "ingest/langfuse.sql": ["langfuse"], "ingest/otel.sql": ["otel"],
     "ingest/sessions_format.sql": ["sessions"], "ingest/sessions_format_jsonl.sql": ["sessions"], "ingest/sessions_format_csv.sql": ["sessions-csv"],
     "ingest/usage_calls.sql": ["openai-chat", "openai-response", "openai-batch", "anthropic-message",

@@ -3,6 +3,8 @@ reader would make of it (line numbers from the row order), and the lines whose r
 read again line-exactly. Used only where that gives exactly what the line-exact reader gives."""
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 from ..core.errors import is_interrupt
@@ -15,6 +17,13 @@ from .sqlfiles import run_sql, value
 # into a reader's SQL), and the plan of each.
 FAST_SHAPES = {"openai-chat": "shape-fast-openai", "openai-response": "shape-fast-openai",
                "litellm": "shape-fast-litellm"}
+
+# Anthropic Messages carry no session or time of their own: the fast reader takes the user's keys where each is
+# a plain top-level name (at most one of each), read as fields of the record (anthropic_message_fast.sql), never
+# one that is already a field of it (kv_anthropic_message_record). Other keys keep the line-exact reader.
+ANTHROPIC_FAST = {"anthropic-message": "shape-fast-anthropic"}
+_PLAIN_KEY = re.compile(r"\$\.([A-Za-z_][A-Za-z0-9_]*)")
+_ANTHROPIC_FIELDS = frozenset({"type", "model", "error", "usage", "custom_id", "result"})
 
 # The fast reader gives up on a file (the line-exact one reads it all) when more than one line in this many
 # needs its raw text (a log whose calls name no session or time: reading those lines again would cost more).
@@ -30,7 +39,11 @@ def fast_path(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys:
     default buffer. Rows whose result depends on the raw line (ingest/openai_calls.sql need_raw: a line that is
     not a JSON object, an unreadable one, a call without usage, session or time) are then read again, line-
     exactly, at their own line numbers; if there are many, the whole file is read line-exactly instead."""
-    if src.layout != "jsonl" or keys or not scan.plain or scan.long or not scan.lines:
+    if src.layout != "jsonl" or not scan.plain or scan.long or not scan.lines:
+        return None
+    if src.fmt in ANTHROPIC_FAST:
+        return _fast_anthropic(con, src, params, tmpdir, scan, keys)
+    if keys:
         return None
     if src.fmt in FAST_SHAPES:
         return _fast_shape(con, src, params, tmpdir, scan)
@@ -52,6 +65,42 @@ def _fast_shape(con, src: Source, params: dict, tmpdir: str, scan: LineScan) -> 
              time_label=" or ".join(shape.time_keys) or "time")
     return _fast_then_exact(
         con, src, scan, tmpdir, pipeline.INGEST[FAST_SHAPES[src.fmt]], pipeline.IngestParams(**p),
+        pipeline.INGEST["shape-lines"],
+        lambda copy, again: pipeline.IngestParams(**dict(p, path=copy, compression="none", lines=again,
+                                                         after_rowid=value(con, "ingest/last_rowid"))))
+
+
+def _key_fields(keys: Keys) -> dict | None:
+    """The fast Anthropic reader's key fields: {session name: "VARCHAR", time name: "VARCHAR"} in that order
+    (a key the user did not give has a placeholder name the reader never reads), or None where a key is not one
+    plain top-level name, or names a field of the record, or both keys are one."""
+    if len(keys.session) > 1 or len(keys.time) > 1:
+        return None
+    names = []
+    for path, unused in ((keys.session[:1], " session"), (keys.time[:1], " time")):
+        m = _PLAIN_KEY.fullmatch(path[0]) if path else None
+        if path and (m is None or m.group(1) in _ANTHROPIC_FIELDS):
+            return None
+        names.append(m.group(1) if m else unused)  # a name no plain key has (a space): a field never read
+    if names[0] == names[1]:  # one key for both: left to the line-exact reader
+        return None
+    return {names[0]: "VARCHAR", names[1]: "VARCHAR"}
+
+
+def _fast_anthropic(con, src: Source, params: dict, tmpdir: str, scan: LineScan, keys: Keys) -> str | None:
+    """fast_path for a file of bare Anthropic Messages (ANTHROPIC_FAST), with the user's keys where _key_fields
+    can read them: DuckDB's JSON reader parses each line into the record with the keys' fields in front; the lines
+    it could not judge are read again by the line-exact reader, with the same keys."""
+    fields = _key_fields(keys)
+    if fields is None:
+        return None
+    shape = SHAPES[src.fmt]
+    p = dict(params, fmt=src.fmt, tmpdir=tmpdir, src=src, lines=None, shape=shape.sql, root=shape.root,
+             keys=bool(keys), session_keys=list(keys.session), time_keys=list(keys.time),
+             has_session=bool(keys.session), has_time=bool(keys.time), format=src.fmt,
+             time_label=" or ".join(keys.time) or "time", key_fields=json.dumps(fields))
+    return _fast_then_exact(
+        con, src, scan, tmpdir, pipeline.INGEST[ANTHROPIC_FAST[src.fmt]], pipeline.IngestParams(**p),
         pipeline.INGEST["shape-lines"],
         lambda copy, again: pipeline.IngestParams(**dict(p, path=copy, compression="none", lines=again,
                                                          after_rowid=value(con, "ingest/last_rowid"))))

@@ -67,6 +67,7 @@ class IngestParams(StepParams):
     root: str | None = None
     format: str | None = None
     records: str | None = None         # a CSV's records as JSON lines (prepare.py)
+    key_fields: str = "{}"             # the fast Anthropic reader's key fields, as JSON (fastread.py)
 
 
 @dataclass(frozen=True)
@@ -275,6 +276,8 @@ INGEST = {
     "shape-fast-openai": (Sql("ingest/openai_object_fast"), Sql("ingest/number_lines"),
                           Sql("ingest/shape_fast_need_raw")),
     "shape-fast-litellm": (Sql("ingest/litellm_fast"), Sql("ingest/number_lines"), Sql("ingest/shape_fast_need_raw")),
+    "shape-fast-anthropic": (Sql("ingest/anthropic_message_fast"), Sql("ingest/number_lines"),
+                             Sql("ingest/shape_fast_need_raw")),
     "shape-lines": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),
                     Sql("ingest/calls_from_usage"), Sql("ingest/lines_of_copy"), Sql("ingest/number_lines")),
     # OpenAI / Anthropic envelopes: parsed straight from the reader (a file the reader refuses fails before

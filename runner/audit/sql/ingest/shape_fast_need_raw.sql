@@ -5,4 +5,5 @@
 -- as of '{}'). They are read again line-exactly (fastread.py), which says what each is.
 UPDATE _staged SET need_raw = true
 WHERE source = $source
-  AND reason IN ('malformed JSON', 'response has no usage', 'not a LiteLLM log line (no call_type, no prompt_tokens)');
+  AND reason IN ('malformed JSON', 'response has no usage', 'message has no usage',
+                 'not a LiteLLM log line (no call_type, no prompt_tokens)');

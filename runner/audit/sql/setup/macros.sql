@@ -152,8 +152,8 @@ CREATE OR REPLACE TEMP MACRO kv_sts_any(s) AS
     ELSE kv_ts_text(s)
   END;
 
--- kv_sts: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion. A macro's
--- argument is expanded wherever it is named, so kv_in_window(kv_ts_number(TRY_CAST(s AS DOUBLE))) converts a
+-- kv_sts_general: the value kv_sts_any gives, for every text, by one cheap test of its form and one conversion.
+-- A macro's argument is expanded wherever it is named, so kv_in_window(kv_ts_number(TRY_CAST(s AS DOUBLE))) converts a
 -- time a dozen times (three copies of a CASE that casts in each test): most of an audit's value conversions.
 -- Here each form converts once, where the window cannot matter, and only times near its edges take the exact
 -- general path:
@@ -175,7 +175,7 @@ CREATE OR REPLACE TEMP MACRO kv_unix_inside(x) AS
        WHEN x > 946684801e6 AND x < 4102444799e6 THEN make_timestamp(CAST(x AS BIGINT))
        WHEN x > 946684801e9 AND x < 4102444799e9 THEN make_timestamp(CAST(x / 1e3 AS BIGINT)) END;
 
-CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
+CREATE OR REPLACE TEMP MACRO kv_sts_general(s) AS
   CASE
     WHEN s IS NULL THEN NULL
     WHEN contains(s, '-') THEN
@@ -190,6 +190,36 @@ CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
       coalesce(kv_unix_inside(TRY_CAST(s AS DOUBLE)), kv_ts_number(TRY_CAST(s AS DOUBLE)))
     ELSE kv_sts_any(s)
   END;
+
+-- kv_sts itself: kv_sts_general's value, with the common texts read outside any CASE, where DuckDB computes
+-- each cast once per row (inside a CASE's branch it is computed again at each mention):
+--   kv_iso_ok: a text that is one TIMESTAMPTZ cast (kv_ts_cast). Any text ending in 'Z' (kv_bad_offset reads no
+--     offset in it: the offsets it reads end in digits; and kv_sts_any reads it as kv_ts_text does, its
+--     plain-UTC cast giving the same instant), and a text with a '-' (kv_sts_any reads it with kv_ts_text) where
+--     kv_bad_offset is false without its regular expressions: no '+' or '-' where an offset's sign would be,
+--     or an offset 'HH:MM' whose hour is at most 12 (under 14:00 whatever its minutes). No regular expression
+--     on these paths.
+--   kv_unix_ok: digits with an optional fraction, whose value kv_unix_inside reads when it is more than a
+--     second inside the window (kv_sts_general's own first step for them).
+-- Wherever one of these gives a time it is kv_sts_general's; where it gives none, kv_sts_general decides.
+-- Nested CASEs, not ANDs, where an operand costs (DuckDB evaluates every operand of an AND for every row).
+CREATE OR REPLACE TEMP MACRO kv_iso_ok(s) AS
+  CASE WHEN ends_with(s, 'Z') THEN s
+       WHEN NOT contains(s, '-') THEN NULL
+       WHEN substr(s, -6, 1) IN ('+', '-') THEN
+         CASE WHEN substr(s, -3, 1) = ':' AND substr(s, -5) <= '12:99' THEN s END
+       WHEN substr(s, -5, 1) NOT IN ('+', '-') THEN s
+  END;
+
+CREATE OR REPLACE TEMP MACRO kv_ts_cast(s) AS
+  CASE WHEN isfinite(TRY_CAST(s AS TIMESTAMPTZ)) THEN kv_in_window(make_timestamp(epoch_us(TRY_CAST(s AS TIMESTAMPTZ)))) END;
+
+-- (The '-' test first: DuckDB computes this once per row for every row, ISO texts too, and settles those cheaply.)
+CREATE OR REPLACE TEMP MACRO kv_unix_ok(s) AS
+  CASE WHEN contains(s, '-') THEN NULL WHEN regexp_full_match(s, '[0-9]+(\.[0-9]+)?') THEN s END;
+
+CREATE OR REPLACE TEMP MACRO kv_sts(s) AS
+  coalesce(kv_ts_cast(kv_iso_ok(s)), kv_unix_inside(TRY_CAST(kv_unix_ok(s) AS DOUBLE)), kv_sts_general(s));
 
 CREATE OR REPLACE TEMP MACRO kv_sts_error(s, name) AS
   CASE WHEN s IS NOT NULL AND kv_sts(s) IS NULL THEN name || ' is not a time (got ' || left(s, 40) || ')' END;
