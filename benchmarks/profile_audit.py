@@ -3,6 +3,11 @@ a shared machine) per SQL file (runner/audit/sql/STAGE/NAME.sql), for the
 Python passes over the log's bytes and for the final COMMIT, then the whole process's wall time and peak RSS.
 
     python benchmarks/profile_audit.py LOG [kvreport audit options...] --db /tmp/profile.duckdb
+    python benchmarks/profile_audit.py --operators metrics/per_session,metrics/segments LOG --db /tmp/p.duckdb
+
+`--operators STEP,...` (first) also prints, for each named step, DuckDB's own profile of it: the operators that
+took over 2% of the step's CPU time (summed over threads, as DuckDB counts it) with their rows, and the bytes
+the step wrote to and read from disk (spilled scratch, or the DB file for a store step).
 
 It runs the real command in this process, with each module's `run_sql` wrapped by a timer (the SQL
 files are the audit's steps, so their times add up to nearly all of it). Steps run once per slice are
@@ -10,16 +15,49 @@ summed. Use a DB path that does not exist yet, or the audit adds to it.
 """
 from __future__ import annotations
 
+import json
 import resource
+import shutil
 import sys
+import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 
 T0 = time.perf_counter()
 C0 = time.process_time()
 
 
+def _operators(path: str, step: str) -> None:
+    """Print the heaviest operators of one step's DuckDB JSON profile (a tree of operators with timings)."""
+    profile = json.loads(Path(path).read_text())
+    rows: list[tuple[float, int, str, object]] = []
+
+    def walk(node: dict, depth: int) -> None:
+        extra = node.get("extra_info", {})
+        what = extra.get("Table") or extra.get("Function") or extra.get("Join Type") or ""
+        rows.append((node.get("timing", 0.0), depth, node.get("name", "?"), (what, node.get("intermediate_rows"))))
+        for child in node.get("children", []):
+            walk(child, depth + 1)
+
+    for op in profile.get("operator", []):
+        walk(op, 0)
+    total = sum(r[0] for r in rows) or 1.0
+    io = profile.get("io", {})
+    print(f"\n{step}: operators {total:.2f} CPU-s; wrote {io.get('total_bytes_written', 0) / 1e6:,.0f} MB to disk, "
+          f"read {io.get('total_bytes_read', 0) / 1e6:,.0f} MB from it")
+    for timing, depth, name, (what, n) in rows:
+        if timing >= 0.02 * total:
+            print(f"  {timing:6.2f}  {'  ' * depth}{name} {what} ({n:,} rows)" if n is not None else
+                  f"  {timing:6.2f}  {'  ' * depth}{name} {what}")
+
+
 def main() -> None:
+    args = sys.argv[1:]
+    operators: list[str] = []
+    if args[:1] == ["--operators"]:
+        operators, args = args[1].split(","), args[2:]
+    profiles = tempfile.mkdtemp(prefix="kvreport-profile-")
     from kvreport.runner.audit import (dollars, engine, fastread, formats, ingest, kv_pricing, pipeline, prepare,
                                        prompt_bloat, sqlfiles, steps)
     from kvreport.runner.cli import main as cli
@@ -29,6 +67,9 @@ def main() -> None:
     run_sql, persist = sqlfiles.run_sql, engine.persist
 
     def timed_sql(con, name, columns=None, **params):
+        if name in operators:
+            out = Path(profiles) / (name.replace("/", "_") + ".json")
+            con.execute(f"PRAGMA enable_profiling = 'json'; SET profiling_output = '{out}'")
         t, c = time.perf_counter(), time.process_time()
         try:
             return run_sql(con, name, columns, **params)
@@ -41,6 +82,8 @@ def main() -> None:
         finally:
             seconds[name] += time.perf_counter() - t
             cpu[name] += time.process_time() - c
+            if name in operators:
+                con.execute("PRAGMA disable_profiling")
 
     def timed(name, fn):
         def wrapper(*args, **kwargs):
@@ -70,7 +113,7 @@ def main() -> None:
             commit[1] += time.process_time() - c - (sum(cpu.values()) - before_cpu)
 
     engine.persist = timed_persist
-    sys.argv = ["kvreport", "audit", *sys.argv[1:]]
+    sys.argv = ["kvreport", "audit", *args]
     try:
         cli()
     except SystemExit as exc:
@@ -86,6 +129,13 @@ def main() -> None:
     for name, c in sorted(cpu.items(), key=lambda kv: -kv[1]):
         if c >= 0.005 or seconds[name] >= 0.005:
             print(f"  {c:6.2f}  {seconds[name]:6.2f}  {name}")
+    for name in operators:  # a step run once per slice keeps the profile of its last run
+        path = Path(profiles) / (name.replace("/", "_") + ".json")
+        if path.is_file():
+            _operators(str(path), name)
+        else:
+            print(f"\n{name}: did not run (no such step in this audit)")
+    shutil.rmtree(profiles, ignore_errors=True)
 
 
 if __name__ == "__main__":
