@@ -28,15 +28,15 @@ T0 = time.perf_counter()
 C0 = time.process_time()
 
 
-def _operators(path: str, step: str) -> None:
+def _operators(path: Path, step: str) -> None:
     """Print the heaviest operators of one step's DuckDB JSON profile (a tree of operators with timings)."""
-    profile = json.loads(Path(path).read_text())
-    rows: list[tuple[float, int, str, object]] = []
+    profile = json.loads(path.read_text())
+    rows: list[tuple[float, int, str, str, int | None]] = []  # timing, depth, operator, what on, rows out
 
     def walk(node: dict, depth: int) -> None:
         extra = node.get("extra_info", {})
         what = extra.get("Table") or extra.get("Function") or extra.get("Join Type") or ""
-        rows.append((node.get("timing", 0.0), depth, node.get("name", "?"), (what, node.get("intermediate_rows"))))
+        rows.append((node.get("timing", 0.0), depth, node.get("name", "?"), what, node.get("intermediate_rows")))
         for child in node.get("children", []):
             walk(child, depth + 1)
 
@@ -46,18 +46,30 @@ def _operators(path: str, step: str) -> None:
     io = profile.get("io", {})
     print(f"\n{step}: operators {total:.2f} CPU-s; wrote {io.get('total_bytes_written', 0) / 1e6:,.0f} MB to disk, "
           f"read {io.get('total_bytes_read', 0) / 1e6:,.0f} MB from it")
-    for timing, depth, name, (what, n) in rows:
+    for timing, depth, name, what, n in rows:
         if timing >= 0.02 * total:
-            print(f"  {timing:6.2f}  {'  ' * depth}{name} {what} ({n:,} rows)" if n is not None else
-                  f"  {timing:6.2f}  {'  ' * depth}{name} {what}")
+            print(f"  {timing:6.2f}  {'  ' * depth}{name} {what}" + (f" ({n:,} rows)" if n is not None else ""))
 
 
 def main() -> None:
     args = sys.argv[1:]
     operators: list[str] = []
     if args[:1] == ["--operators"]:
+        if len(args) < 2:
+            sys.exit("profile_audit.py: --operators needs a comma-separated list of steps, e.g. metrics/per_session")
         operators, args = args[1].split(","), args[2:]
-    profiles = tempfile.mkdtemp(prefix="kvreport-profile-")
+    profiles = Path(tempfile.mkdtemp(prefix="kvreport-profile-"))
+
+    def profile_of(step: str) -> Path:
+        return profiles / (step.replace("/", "_") + ".json")
+
+    try:
+        _profile(args, operators, profile_of)
+    finally:
+        shutil.rmtree(profiles, ignore_errors=True)
+
+
+def _profile(args: list[str], operators: list[str], profile_of) -> None:
     from kvreport.runner.audit import (dollars, engine, fastread, formats, ingest, kv_pricing, pipeline, prepare,
                                        prompt_bloat, sqlfiles, steps)
     from kvreport.runner.cli import main as cli
@@ -68,7 +80,7 @@ def main() -> None:
 
     def timed_sql(con, name, columns=None, **params):
         if name in operators:
-            out = Path(profiles) / (name.replace("/", "_") + ".json")
+            out = str(profile_of(name)).replace("'", "''")  # a string literal: SET takes no parameters
             con.execute(f"PRAGMA enable_profiling = 'json'; SET profiling_output = '{out}'")
         t, c = time.perf_counter(), time.process_time()
         try:
@@ -130,12 +142,10 @@ def main() -> None:
         if c >= 0.005 or seconds[name] >= 0.005:
             print(f"  {c:6.2f}  {seconds[name]:6.2f}  {name}")
     for name in operators:  # a step run once per slice keeps the profile of its last run
-        path = Path(profiles) / (name.replace("/", "_") + ".json")
-        if path.is_file():
-            _operators(str(path), name)
+        if profile_of(name).is_file():
+            _operators(profile_of(name), name)
         else:
             print(f"\n{name}: did not run (no such step in this audit)")
-    shutil.rmtree(profiles, ignore_errors=True)
 
 
 if __name__ == "__main__":
