@@ -95,7 +95,7 @@ def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypa
     seen = {}
     real_tokenize = prompt_bloat.tokenize
 
-    def tokenize(con, p):  # the last step of the bloat extraction (pipeline.SESSION_FIGURES)
+    def tokenize(con, p):  # the last step of the bloat extraction (pipeline.CALLS_LABELLED in one process)
         real_tokenize(con, p)
         cols = "rid, roles, texts, system_text, last_user_text, prompt_chars, session_id, line"
         fast = con.execute(f"SELECT {cols} FROM _content ORDER BY rid").fetchall()
@@ -117,8 +117,8 @@ def test_plain_path_and_per_message_lcp_match_the_definitions(tmp_path, monkeypa
         seen["texts"] = _prompts(con)
         raise _Checked
 
-    monkeypatch.setattr(pipeline, "SESSION_FIGURES", tuple(
-        replace(s, fn=tokenize) if isinstance(s, Py) and s.fn is real_tokenize else s for s in pipeline.SESSION_FIGURES))
+    monkeypatch.setattr(pipeline, "CALLS_LABELLED", tuple(
+        replace(s, fn=tokenize) if isinstance(s, Py) and s.fn is real_tokenize else s for s in pipeline.CALLS_LABELLED))
     with pytest.raises(_Checked):
         quiet_audit([log], db=tmp_path / "a.duckdb")
     assert seen["fast"] == seen["slow"] and len(seen["fast"]) > 200 and seen["plain"] > 100

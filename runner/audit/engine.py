@@ -95,6 +95,9 @@ class AuditResult:
     label_lookup: str = "hash"
     unnamed_calls: int = 0          # calls that named no session (each is its own)
     readers: dict[str, str] = field(default_factory=dict)  # each file's reader (ingest.ingest's answer)
+    # True: the calls, their labels and the rejects are in the DB's tables already (run_audit stores them before
+    # the per-session figures), so `persist` only commits
+    calls_stored: bool = False
 
 
 def setup(con, tmpdir: str, opts: AuditOptions, steps: tuple[Step, ...] = pipeline.SETUP) -> None:
@@ -205,6 +208,24 @@ def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
     pipeline.run(con, pipeline.SESSION_FIGURES, figure_params(opts, fig), store_columns(con))
 
 
+def stored_session_figures(con, opts: AuditOptions, fig: Figures) -> str:
+    """Phase 2 in one process: the calls priced, labelled and stored with the rejects (pipeline.CALLS_LABELLED,
+    pipeline.STORE), then read back from the DB's tables for every per-session figure (pipeline.CALLS_STORED,
+    pipeline.SESSION_SUMS) and the label parts. Returns how each call found its label (label_lookup)."""
+    columns = store_columns(con)
+    params = pipeline.run(con, pipeline.CALLS_LABELLED, figure_params(opts, fig), columns)
+    lookup = label_lookup(con)
+    store = pipeline.StoreParams(audit_id=params.audit_id, run_id=params.run_id, one_label=lookup == "one",
+                                 by_hash=lookup == "hash", by_strings=lookup == "strings")
+    try:
+        pipeline.run(con, pipeline.STORE, store, columns=columns)
+    finally:
+        pipeline.RESET_ORDER.run(con)
+    pipeline.run(con, pipeline.CALLS_STORED, params)
+    pipeline.run(con, pipeline.SESSION_SUMS, params, columns)
+    return lookup
+
+
 def log_end(con) -> float | None:
     """The last activity or disconnect of the calls on `con` (epoch s), None where none has a time."""
     run_sql(con, "metrics/timed_calls")
@@ -262,13 +283,13 @@ def run_audit(con, paths: Sequence[str | Path], opts: AuditOptions, *, audit_id:
         fig = Figures(dict(audit_id=audit_id, run_id=run_id), pricing.curve(),
                       counts["content_calls"], tokenizer)
         begin_results(con)
-        session_figures(con, opts, fig)
+        lookup = stored_session_figures(con, opts, fig)
         run_sql(con, "metrics/seg_window")  # one share: the whole audit's span is its own
         time_parts(con, opts)
         summary = audit_figures(con, opts, fig, sources=sources, model=model, pricing=pricing, memory=memory,
                                 started=started)
-        return AuditResult(audit_id, summary, sources, rejects, label_lookup=label_lookup(con),
-                           unnamed_calls=unnamed_calls(con), readers=readers)
+        return AuditResult(audit_id, summary, sources, rejects, label_lookup=lookup,
+                           unnamed_calls=unnamed_calls(con), readers=readers, calls_stored=True)
     finally:
         if not opts.workdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -314,7 +335,9 @@ def _store_params(con, result: AuditResult) -> tuple[dict[str, str], pipeline.St
 
 
 def _store(con, result: AuditResult) -> None:
-    """The calls, their labels and the rejects into the DB's tables (pipeline.STORE)."""
+    """The calls, their labels and the rejects into the DB's tables (pipeline.STORE), unless they are there."""
+    if result.calls_stored:
+        return
     columns, params = _store_params(con, result)
     try:
         pipeline.run(con, pipeline.STORE, params, columns=columns)

@@ -106,10 +106,12 @@ def plan_lines(paths: list, request: Any) -> list[str]:
         tokenizer=cast(Any, request.tokenizer),  # its name: --explain loads nothing
         priced=request.model is not None or request.kv_bytes_per_token is not None,
     )
-    lines += stage_lines("per-session figures", pipeline.SESSION_FIGURES, figures)
+    lines += stage_lines("calls priced and labelled", pipeline.CALLS_LABELLED, figures)
+    lines += stage_lines("store (the calls, their labels, the rejects)", pipeline.STORE)
+    lines += stage_lines("calls read back from the DB", pipeline.CALLS_STORED)
+    lines += stage_lines("per-session figures", pipeline.SESSION_SUMS, figures)
     lines += stage_lines("time sums", pipeline.TIME_PARTS)
     lines += stage_lines("audit-wide figures", pipeline.AUDIT_FIGURES, figures)
-    lines += stage_lines("store", pipeline.STORE)
     return lines
 
 

@@ -1,14 +1,16 @@
 """The audit's plan: its steps in the order they run (steps.py's kinds), and the parameters each stage runs with.
 
-The stages, as runner/audit/engine.py runs them (runner/audit/distributed.py runs READ per share of the files,
-SESSION_FIGURES and TIME_PARTS per partition of the sessions, AUDIT_FIGURES once):
+The stages, as runner/audit/engine.py runs them in one process (runner/audit/distributed.py runs READ per share
+of the files, SESSION_FIGURES and TIME_PARTS per partition of the sessions, AUDIT_FIGURES and STORE once):
   SETUP            settings, macros, the scratch tables (everything temporary: see SCRATCH)
   INGEST[reader]   one file into _staged (valid calls and rejects, with their line numbers)
   READ_END         --since/--until, and what was read
-  SESSION_FIGURES  per-session figures (token_audit, token_bloat) and the *_parts the audit-wide ones sum
+  CALLS_LABELLED   each call's messages (prompt bloat), its price and its label
+  STORE            the calls, their labels and the rejects
+  CALLS_STORED     the calls read back from the DB's table; _staged dropped
+  SESSION_SUMS     per-session figures (token_audit, token_bloat) and the *_parts the audit-wide ones sum
   TIME_PARTS       the leakage timeline's and TTL sweep's sums over segments
   AUDIT_FIGURES    the audit-wide tables (token_leakage, token_ttl_sweep, token_repeats, token_prices, audits)
-  STORE            the calls, their labels and the rejects
 Results are written into the DB's own tables once (inside the transaction BEGIN opens); the rest is scratch.
 """
 from __future__ import annotations
@@ -320,17 +322,30 @@ BLOAT_ANALYSE = (Py(prompt_bloat.last_rid, when=local_content), Sql("bloat/pairs
                  Sql("bloat/breaks", when=local_content), PerSlice("bloat/snippets", every_slice, when=local_content),
                  Sql("bloat/per_session", when=local_content), Sql("bloat/repeat_parts", when=local_content))
 
-SESSION_FIGURES = (
-    *BLOAT_EXTRACT,
-    # prices (looked up once per model), then the calls with their costs
-    *PRICE_ROWS, Sql("cost/keyed"), Sql("cost/keyed_one_model", when=one_price_key), Sql("cost/rated_calls"),
-    # per-session figures
+# Each call with its price row's rates and its costs (_calls_rated: cost/rated_calls.sql), prices looked up once
+# per model.
+PRICED_CALLS = (*PRICE_ROWS, Sql("cost/keyed"), Sql("cost/keyed_one_model", when=one_price_key),
+                Sql("cost/rated_calls"))
+
+# The per-session figures and the sums the audit-wide figures are made of, from the priced calls.
+SESSION_SUMS = (
     Sql("metrics/timed_calls"), Sql("metrics/segments"), Sql("metrics/per_session"), Sql("metrics/seg_window_parts"),
     *BLOAT_ANALYSE,
-    # what the audit-wide figures sum
-    Sql("metrics/call_stats"), Sql("cost/price_parts"), Sql("cost/whatif_parts"), Sql("store/calls_labelled"),
-    Sql("store/label_parts"),
+    Sql("metrics/call_stats"), Sql("cost/price_parts"), Sql("cost/whatif_parts"),
 )
+
+# The distinct labels of the calls (what the store numbers).
+LABEL_PARTS = (Sql("store/calls_labelled"), Sql("store/label_parts"))
+
+# A share of the sessions (runner/audit/distributed.py's reduce task): every per-session figure, then the label
+# parts; its calls are stored by the driver.
+SESSION_FIGURES = (*BLOAT_EXTRACT, *PRICED_CALLS, *SESSION_SUMS, *LABEL_PARTS)
+
+# One process (engine.run_audit) stores the calls as soon as they are priced and labelled (CALLS_LABELLED, then
+# STORE), and reads them back from the DB's table (CALLS_STORED) for SESSION_SUMS: _staged is dropped, so the
+# per-session work has the memory that held it, and a stored row group is evicted without being written again.
+CALLS_LABELLED = (*BLOAT_EXTRACT, *PRICED_CALLS, *LABEL_PARTS, Sql("store/labels"))
+CALLS_STORED = (Sql("store/calls_stored"),)
 
 TIME_PARTS = (Sql("metrics/leakage_timeline_parts"), Sql("metrics/ttl_sweep_parts"))
 
@@ -345,7 +360,8 @@ STORE = (Sql("store/call_labels"), Sql("store/call_rows_one_label", when=one_lab
          Sql("store/rejects"))
 
 # Every plan, by the name --explain gives it.
-STAGES = {"setup": SETUP, "read_end": READ_END, "session_figures": SESSION_FIGURES, "time_parts": TIME_PARTS,
+STAGES = {"setup": SETUP, "read_end": READ_END, "session_figures": SESSION_FIGURES, "calls_labelled": CALLS_LABELLED,
+          "calls_stored": CALLS_STORED, "session_sums": SESSION_SUMS, "time_parts": TIME_PARTS,
           "audit_figures": AUDIT_FIGURES, "store": STORE,
           **{f"ingest {name}": (*steps, *INGEST_END) for name, steps in INGEST.items()}}
 
