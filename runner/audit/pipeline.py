@@ -342,8 +342,8 @@ LABEL_PARTS = (Sql("store/calls_labelled"), Sql("store/label_parts"))
 SESSION_FIGURES = (*BLOAT_EXTRACT, *PRICED_CALLS, *SESSION_SUMS, *LABEL_PARTS)
 
 # One process (engine.run_audit) stores the calls as soon as they are priced and labelled (CALLS_LABELLED, then
-# STORE), and reads them back from the DB's table (CALLS_STORED) for SESSION_SUMS: _staged is dropped, so the
-# per-session work has the memory that held it, and a stored row group is evicted without being written again.
+# STORE), and reads them back from the DB's table (CALLS_STORED) for SESSION_SUMS: nothing reads _staged after
+# that, so its blocks are not read back and written out again by every pass over the calls.
 CALLS_LABELLED = (*BLOAT_EXTRACT, *PRICED_CALLS, *LABEL_PARTS, Sql("store/labels"))
 CALLS_STORED = (Sql("store/calls_stored"),)
 

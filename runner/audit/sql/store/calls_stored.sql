@@ -1,7 +1,9 @@
 -- The audit's calls, read back from the DB's tables once they are stored (engine.run_audit: store/call_rows_*.sql
 -- ran inside the audit's transaction): _calls keeps its columns and rows, now over token_call_rows and its
--- labels, and _staged is dropped. Stored row groups are compressed, and the buffer pool drops them rather than
--- write them to the scratch folder, so the per-session figures have the memory _staged held.
+-- labels, and _staged is dropped. DuckDB frees a table dropped inside a transaction only when it commits, but
+-- nothing reads _staged again: its blocks leave memory once (written to the scratch folder) instead of being
+-- read back and written out again by every pass over the calls, and the stored row groups, compressed and
+-- already on disk, are dropped from memory without being written.
 -- The join's build side is this audit's few labels: DuckDB filters the row scan by their audit_id.
 CREATE OR REPLACE TEMP TABLE _audit_labels AS
 SELECT * FROM token_call_labels WHERE audit_id = $audit_id;
