@@ -2,8 +2,10 @@
 
 The logs are read into scratch tables (pipeline.SCRATCH) with no transaction open, so a file that fails
 half-way costs nothing. Then `begin_results` opens ONE transaction, every figure is written into its DB table
-once (each row carries the audit's id; the readers filter on it), and `persist` writes the calls and rejects
-and commits: an audit is stored whole or not at all. The demo audit inside `kvreport run` uses the same code
+once (each row carries the audit's id; the readers filter on it), and `persist` commits: an audit is stored
+whole or not at all. One process stores the calls and rejects in that transaction as soon as the calls are
+priced and labelled, and computes the per-session figures from the stored calls (stored_session_figures);
+Ray's driver stores them in `persist`. The demo audit inside `kvreport run` uses the same code
 on an in-memory connection and hands its rows to the run's store (`fetch`).
 """
 from __future__ import annotations
@@ -202,7 +204,7 @@ def figure_params(opts: AuditOptions, fig: Figures, **more) -> pipeline.FigurePa
 
 
 def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
-    """Phase 2, from _staged: every per-session figure (token_audit, token_bloat, _seg and the costs) and the
+    """Phase 2, from the calls (_calls over _staged): every per-session figure (token_audit, token_bloat, _seg and the costs) and the
     *_parts tables the audit-wide figures are summed from (pipeline.SESSION_FIGURES). Needs only the calls of
     whole sessions."""
     pipeline.run(con, pipeline.SESSION_FIGURES, figure_params(opts, fig), store_columns(con))
