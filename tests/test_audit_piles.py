@@ -250,3 +250,60 @@ def test_since_until_also_bounds_the_prompt_bloat_analysis(tmp_path):
         n_calls = con.execute("SELECT count(*) FROM token_calls").fetchone()[0]
         bloat_calls = con.execute("SELECT sum(n_calls) FROM token_bloat").fetchone()[0]
     assert n_calls == 3 and bloat_calls == 3
+
+
+def _label_runs(monkeypatch) -> list[str]:
+    """The label steps each audit runs from now on (store/label_parts*.sql), in order."""
+    from kvreport.runner.audit import steps
+
+    ran: list[str] = []
+    real = steps.run_sql
+
+    def recording(con, name, *args, **kwargs):
+        if name.startswith("store/label_parts"):
+            ran.append(name)
+        return real(con, name, *args, **kwargs)
+
+    monkeypatch.setattr(steps, "run_sql", recording)
+    return ran
+
+
+@pytest.mark.parametrize("system_on_line", [None, 3])
+def test_a_label_shared_by_every_call_is_taken_from_the_first(tmp_path, monkeypatch, system_on_line):
+    """Where every call has the first call's key, file, format and system-token source and one price row
+    prices them all, the label is the first call's (store/label_parts_first.sql), not a grouping of the calls;
+    one call that logs its system tokens is a second label, found by the grouping. Either way the stored labels
+    and calls are those the grouping gives."""
+    from kvreport.runner.audit import dollars
+
+    log = tmp_path / "one.jsonl"
+    log.write_text("".join(json.dumps({
+        "session_id": f"s{i % 3}", "timestamp": 1764460800 + i, "request": {"model": "gpt-4o-mini"},
+        **({"system_tokens": 4} if i == system_on_line else {}),
+        "response": {"model": "gpt-4o-mini-2024-07-18", "usage": {"prompt_tokens": 40 + i, "completion_tokens": 3}},
+    }) + "\n" for i in range(1, 9)))
+
+    def stored(db: Path) -> tuple[list, list]:
+        quiet_audit([log], db=db)
+        with duckdb.connect(str(db), read_only=True) as con:
+            return (con.execute("SELECT * EXCLUDE (audit_id) FROM token_call_labels ORDER BY label_id").fetchall(),
+                    con.execute("SELECT * EXCLUDE (audit_id) FROM token_calls ORDER BY line").fetchall())
+
+    ran = _label_runs(monkeypatch)
+    labels, calls = stored(tmp_path / "a.duckdb")
+    assert ran == (["store/label_parts_first"] if system_on_line is None else ["store/label_parts"])
+    assert len(labels) == (1 if system_on_line is None else 2) and len(calls) == 8
+    monkeypatch.setattr(dollars, "_one_row_for_all", lambda rows, key: False)
+    assert stored(tmp_path / "b.duckdb") == (labels, calls) and ran[-1] == "store/label_parts"
+
+
+def test_one_price_row_prices_every_call_only_without_periods_or_tiers():
+    from kvreport.runner.audit.dollars import _Key, _one_row_for_all
+
+    timed, untimed = _Key("openai", "m", "m", 5, None, None, False), _Key("openai", "m", "m", 5, None, None, True)
+    row = dict(valid_from=None, valid_to=None, above_input_tokens=None, upto_input_tokens=None, untimed=True)
+    assert _one_row_for_all([], timed) and _one_row_for_all([row], untimed)
+    assert not _one_row_for_all([row, dict(row)], timed)
+    for bound in ("valid_from", "valid_to", "above_input_tokens", "upto_input_tokens"):
+        assert not _one_row_for_all([dict(row, **{bound: 1})], timed)
+    assert _one_row_for_all([dict(row, untimed=False)], timed) and not _one_row_for_all([dict(row, untimed=False)], untimed)

@@ -215,21 +215,37 @@ _ROW_COLS = ("row_id", "provider_name", "response_model", "request_model", "mode
              "snapshot_date", "matched_provider", "matched_model", "unknown_reason")
 
 
-# The (provider, response model, request model) of one call: one big log of one model is the common case.
-FIRST_KEY = Statement("SELECT provider_name, response_model, request_model FROM _calls LIMIT 1")
+# The (provider, response model, request model) of one call, and the rest of its label: one big log of one model
+# is the common case.
+FIRST_KEY = Statement("SELECT provider_name, response_model, request_model, source, format, system_tokens_source "
+                      "FROM _calls LIMIT 1")
 
 
-def _keys(con) -> list[_Key]:
-    """The distinct (provider, response model, request model) of this audit's calls, each with its time span.
-    One big log of one model is the common case: a scan comparing with the first call's key (no hashing
-    of three strings per call) finds it, and only otherwise do the calls get grouped."""
+def _keys(con) -> tuple[list[_Key], bool]:
+    """The distinct (provider, response model, request model) of this audit's calls, each with its time span,
+    and whether every call has the first call's key, file, format and system-token source. One big log of one
+    model is the common case: a scan comparing with the first call (no hashing of three strings per call) finds
+    it, and only otherwise do the calls get grouped."""
     first = FIRST_KEY.row(con)
     if first is None:
-        return []
-    others, n, lo, hi, untimed = run_sql(con, "cost/one_key_span", **first).fetchone()
+        return [], False
+    others, n, lo, hi, untimed, other_labels = run_sql(con, "cost/one_key_span", **first).fetchone()
     if not others:
-        return [_Key(first["provider_name"], first["response_model"], first["request_model"], n, lo, hi, untimed)]
-    return merge_keys([key_spans(con)])
+        key = _Key(first["provider_name"], first["response_model"], first["request_model"], n, lo, hi, untimed)
+        return [key], not other_labels
+    return merge_keys([key_spans(con)]), False
+
+
+def _one_row_for_all(rows: list[dict], key: _Key) -> bool:
+    """True when every call of `key` (the audit's one key) gets the same price row, or none: no rows, or one row
+    without periods or tiers that also prices the untimed calls (cost/keyed.sql's kv_price_applies)."""
+    if not rows:
+        return True
+    if len(rows) > 1:
+        return False
+    row = rows[0]
+    unbounded = all(row[c] is None for c in ("valid_from", "valid_to", "above_input_tokens", "upto_input_tokens"))
+    return unbounded and (bool(row["untimed"]) or not key.untimed)
 
 
 def _price_rows(keys: list[_Key], book: PriceBook, now: _dt.datetime) -> list[dict]:
@@ -278,8 +294,10 @@ def price_keys(con, p: FigureParams) -> FigureParams:
     the --prices book once per model, period and tier, unless p.price_rows (`price_table`'s, for the
     n_price_keys keys of the whole audit when these calls are one share of it) gives them."""
     if p.price_rows is None:
-        keys = _keys(con)
-        p = replace(p, price_rows=price_table(keys, p.price_book), n_price_keys=len(keys))
+        keys, same_label = _keys(con)
+        rows = price_table(keys, p.price_book)
+        p = replace(p, price_rows=rows, n_price_keys=len(keys),
+                    one_label=same_label and len(keys) == 1 and _one_row_for_all(rows, keys[0]))
     return replace(p, one_price_key=p.n_price_keys == 1)
 
 

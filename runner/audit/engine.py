@@ -204,9 +204,9 @@ def figure_params(opts: AuditOptions, fig: Figures, **more) -> pipeline.FigurePa
 
 
 def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
-    """Phase 2, from the calls (_calls over _staged): every per-session figure (token_audit, token_bloat, _seg and the costs) and the
-    *_parts tables the audit-wide figures are summed from (pipeline.SESSION_FIGURES). Needs only the calls of
-    whole sessions."""
+    """Phase 2, from the calls (_calls over _staged): every per-session figure (token_audit, token_bloat, _seg
+    and the costs) and the *_parts tables the audit-wide figures are summed from (pipeline.SESSION_FIGURES).
+    Needs only the calls of whole sessions."""
     pipeline.run(con, pipeline.SESSION_FIGURES, figure_params(opts, fig), store_columns(con))
 
 

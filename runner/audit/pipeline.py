@@ -140,6 +140,7 @@ class FigureParams(StepParams):
     lcp_rest: bool = False
     token_ids: bool = False
     one_price_key: bool = False
+    one_label: bool = False            # every call has the first call's label (dollars.price_keys)
     pricing_started: float = 0.0
     pricing_s: float | None = None
     duration_s: float | None = None
@@ -190,6 +191,11 @@ def lcp_rest(p: FigureParams) -> bool:
 def token_ids(p: FigureParams) -> bool:
     """--tokenizer gave token ids"""
     return p.token_ids
+
+
+def first_label_for_all(p: FigureParams) -> bool:
+    """every call has the first call's label (key, file, format, system-token source, price row)"""
+    return p.one_label
 
 
 def one_price_key(p: FigureParams) -> bool:
@@ -335,7 +341,8 @@ SESSION_SUMS = (
 )
 
 # The distinct labels of the calls (what the store numbers).
-LABEL_PARTS = (Sql("store/calls_labelled"), Sql("store/label_parts"))
+LABEL_PARTS = (Sql("store/calls_labelled"), Sql("store/label_parts", when=negated(first_label_for_all)),
+               Sql("store/label_parts_first", when=first_label_for_all))
 
 # A share of the sessions (runner/audit/distributed.py's reduce task): every per-session figure, then the label
 # parts; its calls are stored by the driver.
