@@ -150,3 +150,27 @@ def test_the_sql_text_check_sees_an_inline_statement(tmp_path):
                       'def read(con):\n    return con.execute("SELECT 1")\n', encoding="utf-8")
     assert _sql_text_in(module) == ["engine.py line 3: .execute(...)", "engine.py line 5: .execute(...)",
                                     "engine.py line 5: 'SELECT 1'"]
+
+
+def test_calls_that_cannot_be_stored_are_one_line_naming_the_db(tmp_path, monkeypatch):
+    """One process stores the calls before the per-session figures (engine.stored_session_figures): a write that
+    fails there (a full disk) is the same one line as a failed COMMIT, naming the user's DB file, never the new
+    file's temporary name, and leaves no file behind."""
+    import duckdb
+
+    from conftest import quiet_audit
+    from kvreport.runner.core.errors import UserError
+
+    def full_disk(con, params):
+        path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+        raise duckdb.IOException(f'IO Error: Could not write file "{path}": No space left on device')
+
+    monkeypatch.setattr(pipeline, "STORE", (Py(full_disk),))
+    db = tmp_path / "out" / "a.duckdb"
+    db.parent.mkdir()
+    with pytest.raises(UserError) as err:
+        quiet_audit([_log(tmp_path / "a.jsonl")], db=db)
+    message = str(err.value)
+    assert message.startswith(f"{db}: cannot store the audit (") and message.endswith("nothing was stored")
+    assert "No space left on device" in message and "kvreport-new" not in message and "\n" not in message
+    assert list(db.parent.iterdir()) == []

@@ -177,7 +177,7 @@ def audit(paths: list, request: AuditRequest, *, db: Path, on_event: OnEvent | N
     from . import guardrails
     from .dollars import prefetch
     from .prices_file import load_prices_file
-    from .engine import AuditOptions, next_audit_id, run_audit
+    from .engine import AuditOptions, CallsNotStored, next_audit_id, run_audit
     from .formats import Keys, detect, json_keys
     from .kv_pricing import given, kv_pricing
     from .tokenizer import load_tokenizer
@@ -240,7 +240,10 @@ def audit(paths: list, request: AuditRequest, *, db: Path, on_event: OnEvent | N
                 # No engine.cleanup here: closing the Store's connection, right after, drops the whole
                 # scratch catalog and rolls back an unfinished transaction (dropping it first cost 0.07 s).
                 if ray is None:
-                    result = run_audit(con, paths, opts, **args)
+                    try:
+                        result = run_audit(con, paths, opts, **args)
+                    except CallsNotStored as exc:
+                        raise _not_stored(db, exc.cause) from None
                     _store(con, result, db)
                 else:
                     result, ray_run = _ray_audit(con, paths, opts, args, request, tell if progress else None, db)
@@ -259,8 +262,14 @@ def _store(con, result, db: Path) -> None:
     except duckdb.InterruptException:
         raise KeyboardInterrupt from None
     except (duckdb.Error, OSError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UserError(f"{shown(db)}: cannot store the audit ({first}); nothing was stored") from None
+        raise _not_stored(db, exc) from None
+
+
+def _not_stored(db: Path, exc: Exception) -> UserError:
+    """A failure to write the audit (a full disk, a read-only folder) as one line naming the DB file (db_file
+    puts the user's name in place of a new file's temporary one)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return UserError(f"{shown(db)}: cannot store the audit ({first}); nothing was stored")
 
 
 @contextlib.contextmanager

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+import duckdb
+
 from ..core.errors import UserError
 from ..core.connections import rollback_quietly
 from ..core.untrusted import quoted
@@ -45,6 +47,15 @@ class NothingValid(UserError):
 class StrictRejects(UserError):
     """--strict and some records were rejected: nothing stored, non-zero exit."""
     exit_code = 1
+
+
+class CallsNotStored(Exception):
+    """Writing the calls into the DB failed (a full disk, a read-only file); `cause` is DuckDB's or the OS's
+    error. The caller names its DB file (api.py), as it does when the final COMMIT fails."""
+
+    def __init__(self, cause: Exception):
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 @dataclass
@@ -213,7 +224,8 @@ def session_figures(con, opts: AuditOptions, fig: Figures) -> None:
 def stored_session_figures(con, opts: AuditOptions, fig: Figures) -> str:
     """Phase 2 in one process: the calls priced, labelled and stored with the rejects (pipeline.CALLS_LABELLED,
     pipeline.STORE), then read back from the DB's tables for every per-session figure (pipeline.CALLS_STORED,
-    pipeline.SESSION_SUMS) and the label parts. Returns how each call found its label (label_lookup)."""
+    pipeline.SESSION_SUMS) and the label parts. Returns how each call found its label (label_lookup); raises
+    CallsNotStored when the calls cannot be written."""
     columns = store_columns(con)
     params = pipeline.run(con, pipeline.CALLS_LABELLED, figure_params(opts, fig), columns)
     lookup = label_lookup(con)
@@ -221,6 +233,10 @@ def stored_session_figures(con, opts: AuditOptions, fig: Figures) -> str:
                                  by_hash=lookup == "hash", by_strings=lookup == "strings")
     try:
         pipeline.run(con, pipeline.STORE, store, columns=columns)
+    except duckdb.InterruptException:
+        raise
+    except (duckdb.Error, OSError) as exc:
+        raise CallsNotStored(exc) from exc
     finally:
         pipeline.RESET_ORDER.run(con)
     pipeline.run(con, pipeline.CALLS_STORED, params)
