@@ -229,16 +229,12 @@ def stored_session_figures(con, opts: AuditOptions, fig: Figures) -> str:
     columns = store_columns(con)
     params = pipeline.run(con, pipeline.CALLS_LABELLED, figure_params(opts, fig), columns)
     lookup = label_lookup(con)
-    store = pipeline.StoreParams(audit_id=params.audit_id, run_id=params.run_id, one_label=lookup == "one",
-                                 by_hash=lookup == "hash", by_strings=lookup == "strings")
     try:
-        pipeline.run(con, pipeline.STORE, store, columns=columns)
+        _store_calls(con, params.audit_id, params.run_id, lookup, columns)
     except duckdb.InterruptException:
         raise
     except (duckdb.Error, OSError) as exc:
         raise CallsNotStored(exc) from exc
-    finally:
-        pipeline.RESET_ORDER.run(con)
     pipeline.run(con, pipeline.CALLS_STORED, params)
     pipeline.run(con, pipeline.SESSION_SUMS, params, columns)
     return lookup
@@ -344,23 +340,21 @@ def store_columns(con) -> dict[str, str]:
                 label_match=" AND ".join(f"l.{c} IS NOT DISTINCT FROM c.{c}" for c in labels))
 
 
-def _store_params(con, result: AuditResult) -> tuple[dict[str, str], pipeline.StoreParams]:
-    columns = store_columns(con)
-    params = pipeline.StoreParams(audit_id=result.audit_id, run_id=result.summary["run_id"],
-                                  one_label=result.label_lookup == "one", by_hash=result.label_lookup == "hash",
-                                  by_strings=result.label_lookup == "strings")
-    return columns, params
-
-
-def _store(con, result: AuditResult) -> None:
-    """The calls, their labels and the rejects into the DB's tables (pipeline.STORE), unless they are there."""
-    if result.calls_stored:
-        return
-    columns, params = _store_params(con, result)
+def _store_calls(con, audit_id: str, run_id: int | None, lookup: str, columns: dict[str, str]) -> None:
+    """The calls, their labels and the rejects into the DB's tables (pipeline.STORE); `lookup`: how each call
+    finds its label (label_lookup)."""
+    params = pipeline.StoreParams(audit_id=audit_id, run_id=run_id, one_label=lookup == "one",
+                                  by_hash=lookup == "hash", by_strings=lookup == "strings")
     try:
         pipeline.run(con, pipeline.STORE, params, columns=columns)
     finally:
         pipeline.RESET_ORDER.run(con)
+
+
+def _store(con, result: AuditResult) -> None:
+    """The audit's calls, labels and rejects into the DB's tables, unless run_audit stored them already."""
+    if not result.calls_stored:
+        _store_calls(con, result.audit_id, result.summary["run_id"], result.label_lookup, store_columns(con))
 
 
 def persist(con, result: AuditResult) -> None:
