@@ -7,18 +7,21 @@
 
 Per shape (SHAPES: the OpenAI envelope with its time as each common logger writes it, and three API objects as
 their SDKs return them), a log is generated (a temp dir, deleted afterwards): N calls, 8 per session, then two
-broken lines (a negative count in that shape, and a truncated line). Three child processes, each timed whole
+broken lines (a negative count in that shape, and a truncated line). Four child processes, each timed whole
 from outside (interpreter start, imports, reading, writing; wall and CPU seconds and peak RSS from wait4), run
 --runs times in alternating order, and the medians (min-max) are printed, in wall seconds and in CPU seconds (user +
 system, every thread): on a shared machine the CPU-seconds ratios are the fair figure, and the load average
 before and after each shape says how shared it was:
-  audit        `python -m kvreport.runner audit LOG --db DB`: detect, ingest with validation and rejects,
-               per-session and fleet metrics, leakage timeline, TTL sweep, cost, everything written to a new DB;
-  floor        DuckDB's JSON reader with the shape's columns spelled out, and the per-session sums: nothing
-               checked, converted or written (no audit can be faster on this machine);
-  store floor  the floor with every call written to a new DuckDB file first (session, time converted the plainest
-               correct way, three counts): what "every call stored" costs at least.
-Every audit is checked against the floor (calls, sessions, overall PCER) and for the two rejects' line numbers.
+  audit          `python -m kvreport.runner audit LOG --db DB`: detect, ingest with validation and rejects,
+                 per-session and fleet metrics, leakage timeline, TTL sweep, cost, everything written to a new DB;
+  floor          DuckDB's JSON reader with the shape's columns spelled out, and the per-session sums: nothing
+                 checked, converted or written (no audit can be faster on this machine);
+  store floor    the floor with every call written to a new DuckDB file first (session, time converted the
+                 plainest correct way, three counts): what "every call stored" costs at least;
+  figures floor  the store floor plus the audit's time figures by the plainest SQL (KV segments, a per-session
+                 table, the leakage timeline, the TTL sweep): what those figures cost at least, nothing checked.
+Every audit is checked against the floor (calls, sessions, overall PCER), the figures floor (leakage index) and for
+the two rejects' line numbers.
 Target (issue 39): each shape within 3x of its store floor at 4M calls. `--seed` also times the seed article's
 per-record pydantic loop on envelope logs (its models copied as published; `pip install -e .[bench]`; pydantic is
 never a kvreport dependency), `--startup` the fixed cost (the audit of the log's first 1,000 lines) and
@@ -56,6 +59,7 @@ class LogShape:
     cached: str
     output: str
     args: tuple[str, ...] = ()
+    end: str | None = None      # the figures floor's end time, where the shape logs one (the audit's last activity)
 
 
 def _envelope(ts_sql: str, ts_type: str, time: str) -> LogShape:
@@ -121,7 +125,7 @@ SHAPES = {
         "{'trace_id': 'VARCHAR', 'startTime': 'DOUBLE', 'endTime': 'DOUBLE', 'prompt_tokens': 'BIGINT', "
         "'completion_tokens': 'BIGINT', 'metadata': 'STRUCT(usage_object STRUCT(prompt_tokens_details STRUCT(cached_tokens BIGINT)))'}",
         "trace_id", "to_timestamp(startTime)", "prompt_tokens",
-        "metadata.usage_object.prompt_tokens_details.cached_tokens", "completion_tokens"),
+        "metadata.usage_object.prompt_tokens_details.cached_tokens", "completion_tokens", end="to_timestamp(endTime)"),
 }
 
 
@@ -237,28 +241,103 @@ def floor_query(path: Path, shape: str) -> dict:
     return {"n_calls": int(n), "n_sessions": sessions, "overall_pcer": pcer}
 
 
-def store_floor_query(path: Path, db: Path, shape: str) -> dict:
-    """The floor, plus what "every call stored" costs at least: the same typed read, its time converted the
-    plainest correct way, written whole into a table of a new DuckDB file (session, time, the three counts; not
-    even the line), then the per-session sums from that table. Nothing checked, priced or timed: an audit that
-    stores every call cannot be faster than this."""
+def _stored_calls(path: Path, db: Path, shape: str, end: bool = False):
+    """A new DuckDB file with every call of the log in its `calls` table, by the store floor's typed read (and
+    each call's end time, with `end`, where the shape logs one); returns the open connection."""
     import duckdb
 
     sh = SHAPES[shape]
     con = duckdb.connect(str(db))
     con.execute("SET TimeZone = 'UTC'")
+    end_time = f", ({sh.end})::TIMESTAMP AS end_time" if end and sh.end else ", NULL::TIMESTAMP AS end_time" if end else ""
     con.execute(f"""
         CREATE TABLE calls AS
-        SELECT {sh.session} AS session_id, ({sh.time})::TIMESTAMP AS start_time, {sh.input} AS input_tokens,
+        SELECT {sh.session} AS session_id, ({sh.time})::TIMESTAMP AS start_time{end_time}, {sh.input} AS input_tokens,
                {sh.cached} AS cached_input_tokens, {sh.output} AS output_tokens
         FROM read_json(?, format = 'newline_delimited', ignore_errors = true, columns = {sh.columns})
         WHERE {sh.input} >= 0""", [str(path)])
+    return con
+
+
+def store_floor_query(path: Path, db: Path, shape: str) -> dict:
+    """The floor, plus what "every call stored" costs at least: the same typed read, its time converted the
+    plainest correct way, written whole into a table of a new DuckDB file (session, time, the three counts; not
+    even the line), then the per-session sums from that table. Nothing checked, priced or timed: an audit that
+    stores every call cannot be faster than this."""
+    con = _stored_calls(path, db, shape)
     n, sessions, pcer = con.execute("""
         SELECT sum(n), count(*), sum(cached) / sum(inp) FROM (
           SELECT session_id, count(*) AS n, sum(input_tokens) AS inp, sum(cached_input_tokens) AS cached
           FROM calls GROUP BY session_id)""").fetchone()
     con.close()
     return {"n_calls": int(n), "n_sessions": sessions, "overall_pcer": pcer}
+
+
+IDLE_S, TTLS_S, BUCKETS = 300.0, (60.0, 300.0, 900.0, 1800.0, 3600.0), 120  # the audit's defaults (engine.py)
+
+
+def figures_floor_query(path: Path, db: Path, shape: str) -> dict:
+    """The store floor, plus the audit's time figures by the plainest SQL over the stored calls: each call's KV
+    segment (its context held until the session's next call, idle IDLE_S after its activity), a table of
+    per-session sums (tokens, PCER, largest context, first and last time, KV and idle token-seconds), the
+    leakage timeline's BUCKETS intervals and the TTL sweep (held token-seconds, tokens prefilled again, the
+    intervals a segment starts and is evicted in, sessions evicted). Nothing checked, priced or labelled; no
+    line numbers or rejects. Its leakage index is checked against the audit's (bench_shape): the same figure."""
+    con = _stored_calls(path, db, shape, end=True)
+    ttls = ", ".join(str(t) for t in TTLS_S)
+    con.execute("""
+        CREATE TEMP TABLE seg AS
+        WITH c AS (SELECT session_id, epoch_us(start_time) / 1e6 AS t, epoch_us(coalesce(end_time, start_time)) / 1e6
+                            AS t_act, input_tokens + output_tokens AS ctx FROM calls)
+        SELECT session_id, t, t_act, ctx, t_next IS NULL AS is_last,
+               coalesce(t_next, (SELECT max(epoch_us(coalesce(end_time, start_time))) / 1e6 FROM calls)) AS t_end
+        FROM (SELECT *, lead(t) OVER (PARTITION BY session_id ORDER BY t) AS t_next FROM c)""")
+    con.execute(f"""
+        CREATE TABLE sessions AS
+        WITH s AS (
+          SELECT session_id, count(*) AS n_calls, sum(input_tokens) AS input_tokens,
+                 sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens,
+                 max(input_tokens + output_tokens) AS context_tokens, min(start_time) AS first_seen,
+                 max(coalesce(end_time, start_time)) AS last_activity
+          FROM calls GROUP BY session_id),
+        b AS (
+          SELECT session_id, sum((t_end - t) * ctx) AS kv_token_seconds,
+                 sum(greatest(0, t_end - greatest(t_act + {IDLE_S}, t)) * ctx) AS idle_token_seconds
+          FROM seg GROUP BY session_id)
+        SELECT s.*, cached_input_tokens / nullif(input_tokens, 0) AS pcer, b.kv_token_seconds, b.idle_token_seconds
+        FROM s LEFT JOIN b USING (session_id)""")
+    con.execute(f"""
+        CREATE TABLE timeline AS
+        WITH w AS (SELECT min(t) AS t0, (max(t_end) - min(t)) / {BUCKETS} AS w FROM seg),
+        ev AS (
+          SELECT t AS x, ctx AS held, 0 AS idle FROM seg
+          UNION ALL SELECT t_end, -ctx, 0 FROM seg
+          UNION ALL SELECT t_act + {IDLE_S}, 0, ctx FROM seg WHERE t_end > greatest(t_act + {IDLE_S}, t)
+          UNION ALL SELECT t_end, 0, -ctx FROM seg WHERE t_end > greatest(t_act + {IDLE_S}, t))
+        SELECT least({BUCKETS}, floor((x - t0) / w))::INTEGER AS k, sum(held) AS held, sum(idle) AS idle
+        FROM ev, w GROUP BY k""")
+    con.execute(f"""
+        CREATE TABLE ttl_sweep AS
+        WITH w AS (SELECT min(t) AS t0, (max(t_end) - min(t)) / {BUCKETS} AS w FROM seg),
+        e AS (
+          SELECT ttl, t, t_end, ctx, is_last, least(t_end, greatest(t, t_act + ttl)) AS t_evict,
+                 least({BUCKETS}, floor((t - w.t0) / w.w))::INTEGER AS ks
+          FROM seg, w, (SELECT unnest([{ttls}]) AS ttl))
+        SELECT ttl, ks, least({BUCKETS}, floor((t_evict - w.t0) / w.w))::INTEGER AS ke,
+               sum((t_evict - t) * ctx) AS held_token_seconds,
+               sum(ctx) FILTER (WHERE NOT is_last AND t_evict < t_end) AS recompute_tokens, sum(ctx) AS tokens
+        FROM e, w GROUP BY GROUPING SETS ((ttl), (ttl, ks, ke))""")
+    con.execute(f"""
+        CREATE TABLE ttl_evicted AS
+        SELECT max_ttl, count(*) AS sessions FROM (
+          SELECT session_id, max(list_max(list_filter([{ttls}], lambda x: t_act + x < t_end))) AS max_ttl
+          FROM seg GROUP BY session_id)
+        GROUP BY max_ttl""")
+    n, sessions, pcer, leakage = con.execute("""
+        SELECT sum(n_calls), count(*), sum(cached_input_tokens) / sum(input_tokens),
+               sum(idle_token_seconds) / sum(kv_token_seconds) FROM sessions""").fetchone()
+    con.close()
+    return {"n_calls": int(n), "n_sessions": sessions, "overall_pcer": pcer, "leakage_index": leakage}
 
 
 # --- children ----------------------------------------------------------------------------------------------
@@ -320,16 +399,17 @@ def audit_result(db: Path) -> dict:
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
-    s = dict(zip(("n_calls", "n_sessions", "overall_pcer", "duration_s"),
-                 con.execute("SELECT n_calls, n_sessions, overall_pcer, duration_s FROM audits").fetchone()))
+    s = dict(zip(("n_calls", "n_sessions", "overall_pcer", "leakage_index", "duration_s"), con.execute(
+        "SELECT n_calls, n_sessions, overall_pcer, leakage_index, duration_s FROM audits").fetchone()))
     s["reject_lines"] = [r[0] for r in con.execute("SELECT line FROM token_rejects ORDER BY line").fetchall()]
     con.close()
     return s
 
 
 def bench_shape(shape: str, args, d: Path) -> dict:
-    """Audit, floor and store floor of one shape's log, `args.runs` times in alternating order; every audit
-    checked against the floor (calls, sessions, PCER) and for the two rejects' line numbers."""
+    """Audit, floor, store floor and figures floor of one shape's log, `args.runs` times in alternating order;
+    every audit checked against the floor (calls, sessions, PCER), the figures floor (its leakage index) and for
+    the two rejects' line numbers."""
     log = args.log or d / f"{shape}.jsonl"
     if not args.log:
         t0 = time.perf_counter()
@@ -339,8 +419,8 @@ def bench_shape(shape: str, args, d: Path) -> dict:
     cmd = [sys.executable, "-m", "kvreport.runner", "audit", str(log), *SHAPES[shape].args]
     if args.memory_limit:
         cmd += ["--memory-limit", args.memory_limit]
-    times: dict[str, list[dict]] = {"audit": [], "floor": [], "store floor": []}
-    db, floor_db = d / "audit.duckdb", d / "floor.duckdb"
+    times: dict[str, list[dict]] = {"audit": [], "floor": [], "store floor": [], "figures floor": []}
+    db, floor_db, figures_db = d / "audit.duckdb", d / "floor.duckdb", d / "figures.duckdb"
 
     def audit() -> None:
         db.unlink(missing_ok=True)
@@ -358,12 +438,18 @@ def bench_shape(shape: str, args, d: Path) -> dict:
         times["store floor"].append(run_side([sys.executable, __file__, "--child-store-floor", str(log),
                                               str(floor_db), shape]))
 
-    sides = [audit, floor, store_floor]
+    def figures_floor() -> None:
+        figures_db.unlink(missing_ok=True)
+        times["figures floor"].append(run_side([sys.executable, __file__, "--child-figures-floor", str(log),
+                                                str(figures_db), shape]))
+
+    sides = [audit, floor, store_floor, figures_floor]
     load_before = _load()
     for run in range(args.runs):
         for side in sides if run % 2 == 0 else sides[::-1]:
             side()
     fs = json.loads(times["floor"][0]["stdout"].strip().splitlines()[-1])
+    gs = json.loads(times["figures floor"][0]["stdout"].strip().splitlines()[-1])
     for a in times["audit"]:
         if args.log:
             break
@@ -373,6 +459,9 @@ def bench_shape(shape: str, args, d: Path) -> dict:
                 or abs(a["overall_pcer"] - fs["overall_pcer"]) > 1e-9:
             raise SystemExit(f"{shape}: the audit ({a['n_calls']:,} calls, {a['n_sessions']:,} sessions, PCER "
                              f"{a['overall_pcer']}) and the floor ({fs}) disagree: one of them is wrong")
+        if abs(a["leakage_index"] - gs["leakage_index"]) > 1e-9:
+            raise SystemExit(f"{shape}: the audit's leakage index {a['leakage_index']} and the figures floor's "
+                             f"{gs['leakage_index']} disagree: the floor does not compute the audit's figures")
     row = {"shape": shape, "mb": log.stat().st_size / 1e6, "load": f"{load_before}/{_load()}"}
     for side, runs in times.items():
         row[side] = _median([r["wall_s"] for r in runs])
@@ -383,9 +472,12 @@ def bench_shape(shape: str, args, d: Path) -> dict:
     # ratios of the medians, and of the runs paired in order (run k of the audit against run k of the floor)
     row["ratio"] = _spread([a["wall_s"] / f["wall_s"] for a, f in zip(times["audit"], times["store floor"])])
     row["ratio cpu"] = _spread([a["cpu_s"] / f["cpu_s"] for a, f in zip(times["audit"], times["store floor"])])
+    row["figures cpu"] = _spread([g["cpu_s"] / f["cpu_s"] for g, f in zip(times["figures floor"], times["store floor"])])
     print(f"  audit {row['audit wall str']} s ({row['audit cpu str']} CPU-s, peak RSS {row['audit rss']:,.0f} MB), "
           f"floor {row['floor wall str']} s ({row['floor cpu str']} CPU-s), store floor {row['store floor wall str']} s "
-          f"({row['store floor cpu str']} CPU-s): {row['audit'] / row['floor']:.1f}x the floor, "
+          f"({row['store floor cpu str']} CPU-s), figures floor {row['figures floor wall str']} s "
+          f"({row['figures floor cpu str']} CPU-s, {row['figures cpu']}x the store floor's CPU): "
+          f"{row['audit'] / row['floor']:.1f}x the floor, "
           f"{row['ratio']}x the store floor, CPU {row['ratio cpu']}x; load average {row['load']}", flush=True)
     if args.seed and "'response'" in SHAPES[shape].columns:  # the seed's loop reads envelopes only
         p = run_side([sys.executable, __file__, "--child-seed", str(log)])
@@ -420,6 +512,7 @@ def main() -> None:
     ap.add_argument("--child-seed", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--child-floor", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--child-store-floor", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--child-figures-floor", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_seed:
         print(json.dumps(seed_loop(args.child_seed)))
@@ -430,6 +523,10 @@ def main() -> None:
     if args.child_store_floor:
         log, db, shape = args.child_store_floor
         print(json.dumps(store_floor_query(Path(log), Path(db), shape)))
+        return
+    if args.child_figures_floor:
+        log, db, shape = args.child_figures_floor
+        print(json.dumps(figures_floor_query(Path(log), Path(db), shape)))
         return
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = [s for s in shapes if s not in SHAPES]
@@ -442,14 +539,15 @@ def main() -> None:
             rows.append(bench_shape(shape, args, Path(d)))
     # On a shared machine wall time depends on the neighbours; CPU seconds (user + system, every thread) less so.
     print(f"\n{args.calls:,} calls per shape; median (min-max) of {args.runs} alternating runs; wall s / CPU s; "
-          "ratios: audit / store floor, run k against run k")
+          "ratios: over the store floor's, run k against run k")
     print("\n| shape | log MB | audit wall s | audit CPU s | floor CPU s | store floor wall s | store floor CPU s | "
-          "audit / store floor (wall) | audit / store floor (CPU) | audit peak RSS MB | load avg |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "figures floor CPU s | audit / store floor (wall) | audit / store floor (CPU) | "
+          "figures floor / store floor (CPU) | audit peak RSS MB | load avg |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['shape']} | {r['mb']:,.0f} | {r['audit wall str']} | {r['audit cpu str']} | {r['floor cpu str']} | "
-              f"{r['store floor wall str']} | {r['store floor cpu str']} | {r['ratio']}x | {r['ratio cpu']}x | "
-              f"{r['audit rss']:,.0f} | {r['load']} |")
+              f"{r['store floor wall str']} | {r['store floor cpu str']} | {r['figures floor cpu str']} | "
+              f"{r['ratio']}x | {r['ratio cpu']}x | {r['figures cpu']}x | {r['audit rss']:,.0f} | {r['load']} |")
     if args.startup:
         help_s = sorted(run_side([sys.executable, "-m", "kvreport.runner", "audit", "--help"])["wall_s"] for _ in range(5))
         print(f"start-up: `kvreport audit --help` {help_s[2]:.2f} s (median of 5, {help_s[0]:.2f}-{help_s[-1]:.2f})")

@@ -1,0 +1,25 @@
+"""The audit benchmark's floors compute what they are named for (benchmarks/bench_audit.py): the figures floor
+finds the audit's calls, sessions, PCER and leakage index, so its time is what those same figures cost at least."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import quiet_audit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_audit  # noqa: E402
+
+
+@pytest.mark.parametrize("shape", ["iso", "litellm"])  # litellm: each call ends 0.8 s after it starts
+def test_the_figures_floor_finds_the_audits_figures(tmp_path, shape):
+    log = tmp_path / "calls.jsonl"
+    bench_audit.write_log(log, 2000, shape=shape, per_session=4)
+    audit = quiet_audit([log], tmp_path / "audit.duckdb")
+    floor = bench_audit.figures_floor_query(log, tmp_path / "floor.duckdb", shape)
+    assert (floor["n_calls"], floor["n_sessions"]) == (audit["n_calls"], audit["n_sessions"]) == (2000, 500)
+    assert floor["overall_pcer"] == pytest.approx(audit["overall_pcer"], abs=1e-12)
+    assert 0 < audit["leakage_index"] < 1
+    assert floor["leakage_index"] == pytest.approx(audit["leakage_index"], abs=1e-12)
