@@ -1,6 +1,8 @@
 -- The audit's one-line record: fleet-wide PCER and SPOR (token-weighted over calls), the leakage index
 -- (idle share of all KV byte-seconds held), the guardrails with the per-session distribution beside their counts
 -- (p50, p90, max: quantile_disc, so each is one session's own figure) and what the figures were priced with.
+-- Each column's p50 and p90 come from one quantile_disc of a list: its state holds every session's value outside
+-- DuckDB's memory limit (RSS beyond --memory-limit), so two would hold them twice (80 MB more at 10M sessions).
 INSERT INTO audits BY NAME
 WITH c AS (  -- the calls' totals (metrics/call_stats.sql), summed over the shares they were counted in
   SELECT sum(n_calls) AS n_calls, sum(n_sessions) AS n_sessions, sum(input_tokens) AS input_tokens,
@@ -12,9 +14,8 @@ WITH c AS (  -- the calls' totals (metrics/call_stats.sql), summed over the shar
 s AS (
   SELECT sum(kv_byte_seconds) AS kv_bs, sum(idle_kv_byte_seconds) AS idle_bs,
          count(*) FILTER (WHERE spor_warning) AS n_spor, count(*) FILTER (WHERE kv_warning) AS n_kv,
-         quantile_disc(kv_cache_bytes, 0.5) AS kv_p50, quantile_disc(kv_cache_bytes, 0.9) AS kv_p90,
-         max(kv_cache_bytes) AS kv_max, quantile_disc(spor, 0.5) AS spor_p50, quantile_disc(spor, 0.9) AS spor_p90,
-         max(spor) AS spor_top
+         quantile_disc(kv_cache_bytes, [0.5, 0.9]) AS kv_q, max(kv_cache_bytes) AS kv_max,
+         quantile_disc(spor, [0.5, 0.9]) AS spor_q, max(spor) AS spor_top
   FROM token_audit WHERE audit_id = $audit_id
 ),
 w AS (
@@ -54,8 +55,8 @@ SELECT $audit_id AS audit_id, $run_id AS run_id, $created_at AS created_at, $sou
        coalesce(m.memory_source, $memory_source) AS memory_source,
        $tokenizer_name AS tokenizer, $spor_max AS spor_max, $kv_max_bytes AS kv_max_bytes,
        s.n_spor AS n_spor_warnings, s.n_kv AS n_kv_warnings, $kv_max_basis AS kv_max_basis,
-       s.kv_p50 AS session_kv_p50_bytes, s.kv_p90 AS session_kv_p90_bytes, s.kv_max AS session_kv_max_bytes,
-       s.spor_p50 AS session_spor_p50, s.spor_p90 AS session_spor_p90, s.spor_top AS session_spor_max,
+       s.kv_q[1] AS session_kv_p50_bytes, s.kv_q[2] AS session_kv_p90_bytes, s.kv_max AS session_kv_max_bytes,
+       s.spor_q[1] AS session_spor_p50, s.spor_q[2] AS session_spor_p90, s.spor_top AS session_spor_max,
        $content_calls AS content_calls, $bloat_reason AS bloat_reason, $duration_s AS duration_s,
        $session_keys AS session_keys, $time_keys AS time_keys
 FROM c, s, w, r, k, m;
