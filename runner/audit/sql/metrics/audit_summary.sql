@@ -2,7 +2,7 @@
 -- (idle share of all KV byte-seconds held), the guardrails with the per-session distribution beside their counts
 -- (p50, p90, max: quantile_disc, so each is one session's own figure) and what the figures were priced with.
 -- Each column's p50 and p90 come from one quantile_disc of a list: its state holds every session's value outside
--- DuckDB's memory limit (RSS beyond --memory-limit), so two would hold them twice (80 MB more at 10M sessions).
+-- DuckDB's memory limit (RSS beyond --memory-limit), so two would hold them twice (86 MiB more at 10M values).
 INSERT INTO audits BY NAME
 WITH c AS (  -- the calls' totals (metrics/call_stats.sql), summed over the shares they were counted in
   SELECT sum(n_calls) AS n_calls, sum(n_sessions) AS n_sessions, sum(input_tokens) AS input_tokens,
