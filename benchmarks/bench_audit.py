@@ -249,7 +249,7 @@ def _stored_calls(path: Path, db: Path, shape: str, end: bool = False):
     sh = SHAPES[shape]
     con = duckdb.connect(str(db))
     con.execute("SET TimeZone = 'UTC'")
-    end_time = f", ({sh.end})::TIMESTAMP AS end_time" if end and sh.end else ", NULL::TIMESTAMP AS end_time" if end else ""
+    end_time = f", ({sh.end or 'NULL'})::TIMESTAMP AS end_time" if end else ""
     con.execute(f"""
         CREATE TABLE calls AS
         SELECT {sh.session} AS session_id, ({sh.time})::TIMESTAMP AS start_time{end_time}, {sh.input} AS input_tokens,
