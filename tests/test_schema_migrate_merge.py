@@ -256,3 +256,49 @@ def test_step_6_stores_calls_narrow_and_the_token_calls_view_reads_as_the_table_
                                    "cached_input_tokens, output_tokens, cost_usd) FROM token_calls)").fetchone()[0]
         assert sum(len(r["ids"]) for r in labels) == n_distinct < len(before)
         assert "token_calls" not in table_columns(s.con)  # a view: merge copies the two tables, not it
+
+
+def test_step_12_keeps_stored_costs_and_prices_new_calls_from_their_labels_rates(tmp_path):
+    """A schema-11 file's calls keep the costs they were stored with (token_call_rows_with_costs); an audit
+    after the step stores no per-call cost, and token_calls prices its calls from their label's rates."""
+    from kvreport.runner.core import migrations as migrations
+
+    db = tmp_path / "v11.duckdb"
+    with Store(db, steps=[st for st in migrations.schema_steps() if st.version <= 11]) as s:
+        s._insert("token_call_labels", [{"audit_id": "audit-9", "label_id": 1, "source": "old.jsonl",
+                                         "format": "openai", "response_model": "m", "price_source": "p"}])
+        # costs that are no function of the tokens: the step must keep them, not recompute them
+        s._insert("token_call_rows", [{"audit_id": "audit-9", "label_id": 1, "line": i + 1, "session_id": "s",
+                                       "input_tokens": 100, "cached_input_tokens": 10, "output_tokens": 5,
+                                       "input_cost_usd": 0.25 * i, "cost_usd": 1.0 + i} for i in range(3)])
+        before = s.con.execute("SELECT * FROM token_calls ORDER BY line").fetchall()
+    with Store(db) as s:
+        assert s.con.execute("SELECT * FROM token_calls ORDER BY line").fetchall() == before
+        assert s.con.execute("SELECT count(*) FROM token_call_rows_with_costs").fetchone()[0] == 3
+        assert not {"cost_usd", "input_cost_usd"} & set(table_columns(s.con)["token_call_rows"])
+    log = tmp_path / "new.jsonl"
+    log.write_text("".join(
+        '{"session_id": "n", "timestamp": "2025-06-02T10:00:0%dZ", "request": {"model": "gpt-4o"}, '
+        '"response": {"model": "gpt-4o-2024-08-06", "usage": {"prompt_tokens": %d, "completion_tokens": 7, '
+        '"prompt_tokens_details": {"cached_tokens": %d}}}}\n' % (i, 1000 + i, 100 * i) for i in range(3)))
+    r = cli_in_process("audit", str(log), "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM token_call_rows").fetchone()[0] == 3
+        rates = con.execute("SELECT input_usd_mtok, cache_read_usd_mtok, output_usd_mtok, request_usd "
+                            "FROM token_call_labels WHERE source = ?", [str(log)]).fetchone()
+        assert rates[0] > 0 and rates[1] > 0 and rates[2] > 0
+        rows = con.execute("SELECT input_tokens, cached_input_tokens, output_tokens, input_cost_usd, "
+                           "cache_read_cost_usd, output_cost_usd, cost_usd FROM token_calls "
+                           "WHERE source = ? ORDER BY line", [str(log)]).fetchall()
+        for n_in, n_cached, n_out, c_in, c_read, c_out, total in rows:
+            assert c_in == (n_in - n_cached) * rates[0] / 1e6
+            assert c_read == n_cached * rates[1] / 1e6
+            assert c_out == n_out * rates[2] / 1e6
+            assert total == c_in + c_read + 0.0 + c_out + rates[3]
+        (session_cost,) = con.execute("SELECT cost_usd FROM token_audit WHERE session_id = 'n'").fetchone()
+        assert session_cost == pytest.approx(sum(row[-1] for row in rows), rel=1e-12)
+        assert con.execute("SELECT count(*) FROM token_calls").fetchone()[0] == 6
+    finally:
+        con.close()

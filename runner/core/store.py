@@ -27,7 +27,7 @@ _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB file
 RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 EXPERIMENT_STATUSES = ("ok", "skipped", "failed")
 # Tables read through a view (schema step 006: the token_calls view joins them): exports give the view.
-STORAGE_ONLY = ("token_call_rows", "token_call_labels")
+STORAGE_ONLY = ("token_call_rows", "token_call_labels", "token_call_rows_with_costs")
 
 
 def _now() -> _dt.datetime:

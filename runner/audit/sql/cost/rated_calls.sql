@@ -17,10 +17,9 @@ SELECT c.*,
        c.output_tokens * c.output_usd_mtok / 1e6 AS output_cost_usd
 FROM _calls_keyed c;
 
--- What `persist` copies into the DB's token_calls: the call's own columns and its costs.
+-- What `persist` copies into the DB: each call's own columns (token_call_rows) and its label's, the price row's
+-- rates among them (token_call_labels): the DB's token_calls view prices the call from those rates with the
+-- expressions above, so no per-call cost is stored (schema step 012).
 CREATE OR REPLACE TEMP VIEW _calls_priced AS
-SELECT * EXCLUDE (row_id, input_usd_mtok, cache_read_usd_mtok, cache_write_usd_mtok, output_usd_mtok, request_usd,
-                  snapshot_date),
-       input_cost_usd + cache_read_cost_usd + cache_write_cost_usd + output_cost_usd + request_usd AS cost_usd,
-       snapshot_date AS price_snapshot_date
-FROM _calls_rated;
+SELECT * EXCLUDE (row_id, snapshot_date), snapshot_date AS price_snapshot_date
+FROM _calls_keyed;
