@@ -125,6 +125,7 @@ def test_one_layer_per_kind_equals_the_all_layer_replica():
         assert [r["bytes"] for r in a] == [r["bytes"] for r in b]
 
 
+@pytest.mark.slow
 def test_replica_records_what_was_shrunk_and_keeps_attention_fields():
     loaded = load_model("deepseek-v3", CPU, torch.float32, budget_bytes=BUDGET, force_replica="per_kind")
     shrunk = loaded.replica["shrunk"]

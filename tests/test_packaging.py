@@ -48,6 +48,7 @@ def _wheel(src: Path, out: Path) -> Path:
     return wheel
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_exactly_the_package_files(tmp_path):
     wheel = _wheel(_source_copy(tmp_path / "src"), tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -67,6 +67,7 @@ def test_pressure_fills_in_batches_and_shrinks_the_last_one_to_the_ceiling():
     assert adm.stop_reason == "ceiling" and adm.rows[-1]["kv_bytes"] == 7 * 4096 <= 30_000
 
 
+@pytest.mark.slow
 def test_oom_child_is_skipped_on_cpu_and_refuses_a_cpu_device(tiny):
     from kvreport.runner.measure.child_process import ChildError, run_json_child
 

@@ -101,6 +101,7 @@ def test_a_failing_step_leaves_the_file_at_its_old_version(tmp_path):
     con.close()
 
 
+@pytest.mark.slow
 def test_readers_build_from_a_migrated_copy_and_never_touch_the_original(tmp_path):
     from kvreport.analysis.site import build_site
 

@@ -322,6 +322,7 @@ def _digest(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_same_db_builds_a_byte_identical_site(built_site, fixture_db, tmp_path):
     db = tmp_path / "other-name.duckdb"
     shutil.copyfile(fixture_db, db)
@@ -458,6 +459,7 @@ def test_the_builder_writes_the_downloads_a_page_declares(small_db, tmp_path):
     assert read_csv(out / "data" / "zz-table.csv") == [["k", "v"], ["x", "1.5"]]
 
 
+@pytest.mark.slow
 def test_two_downloads_of_one_name_with_different_rows_stop_the_build(small_db, tmp_path):
     from kvreport.analysis.site import Download
 
@@ -468,6 +470,7 @@ def test_two_downloads_of_one_name_with_different_rows_stop_the_build(small_db, 
         build_site(small_db, tmp_path / "out", pages=_pages_with_data_context(_data_page_with(Download("../zz", []))))
 
 
+@pytest.mark.slow
 def test_failed_build_keeps_the_previous_site(small_db, tmp_path):
     out = tmp_path / "out"
     build_site(small_db, out)
