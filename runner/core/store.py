@@ -26,7 +26,7 @@ from .untrusted import quoted
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB file
 RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 EXPERIMENT_STATUSES = ("ok", "skipped", "failed")
-# Tables read through a view (schema step 006: the token_calls view joins them): exports give the view.
+# Tables read through a view (schema steps 006 and 012: the token_calls view reads them): exports give the view.
 STORAGE_ONLY = ("token_call_rows", "token_call_labels", "token_call_rows_with_costs")
 
 
