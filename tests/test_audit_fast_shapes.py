@@ -57,12 +57,18 @@ def _audit(path: Path, fmt: str, fast: bool, tmp_path: Path) -> tuple[dict, engi
     return audit_tables([path], tmp_path, fmt=fmt, fast_read=fast)
 
 
+def _rounded(row: dict) -> str:
+    """A row as text, each float to 12 significant digits: a session's sums of doubles (its dollars) depend on the
+    order its calls were added in, and lines read again come after the others."""
+    return repr({k: float(f"{v:.12g}") if isinstance(v, float) else v for k, v in row.items()})
+
+
 def _same_audit(path: Path, fmt: str, tmp_path: Path) -> tuple[str, dict]:
     fast, res_fast = _audit(path, fmt, True, tmp_path)
     exact, res_exact = _audit(path, fmt, False, tmp_path)
     assert res_exact.readers == {str(path): "line-exact"}
     for name in exact:  # rows read again are written after the others: the order of rows is no result
-        assert sorted(map(repr, fast[name])) == sorted(map(repr, exact[name])), name
+        assert sorted(map(_rounded, fast[name])) == sorted(map(_rounded, exact[name])), name
     return res_fast.readers[str(path)], fast
 
 
@@ -114,13 +120,19 @@ def _litellm(i: int, **over) -> dict:
 
 def test_litellm_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path):
     fixture = (Path(__file__).parent / "fixtures" / "audit" / "litellm.jsonl").read_text().splitlines()
-    lines = [json.dumps(_litellm(i)) for i in range(400)]
+    lines = [json.dumps(_litellm(i)) for i in range(600)]  # the odd lines stay under one in twenty
     odd = [*_ODD, *(line for line in fixture if line.strip()),
            json.dumps(_litellm(1, metadata=json.dumps({"usage_object": {"cache_read_input_tokens": 7}}))),
            json.dumps(_litellm(2, cache_hit=True)), json.dumps(_litellm(3, status="failure", error_str="x")),
            json.dumps(_litellm(4, call_type=None)), json.dumps(_litellm(5, startTime="2025-06-02T10:00:00Z")),
            '{"call_type": "acompletion", "prompt_tokens": 5, "completion_tokens": 1, "messages":  [ {"a" : 1} ]}',
-           json.dumps(_litellm(6, hidden_params={"usage_object": {"cache_read_input_tokens": 3}}, metadata=None))]
+           json.dumps(_litellm(6, hidden_params={"usage_object": {"cache_read_input_tokens": 3}}, metadata=None)),
+           # metadata without a usage object: the typed record cannot tell it from a string, so it is read again
+           json.dumps(_litellm(7, hidden_params={"usage_object": {"cache_read_input_tokens": 4}},
+                               metadata={"user_api_key_alias": "team-a"})),
+           json.dumps(_litellm(8, metadata=["not", "an", "object"])),
+           json.dumps(_litellm(9, prompt_tokens=300, metadata={"usage_object": {
+               "prompt_tokens": 300, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}))]
     for k, line in enumerate(odd):
         lines.insert(3 + 11 * k, line)
     log = tmp_path / "litellm.jsonl"
@@ -129,6 +141,19 @@ def test_litellm_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path):
     assert reader.startswith("fast, ")
     rejects = {r["line"]: r["reason"] for r in tables["token_rejects"]}
     assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"
+
+
+def test_litellm_spend_log_rows_keep_the_fast_reader(tmp_path):
+    # LiteLLM_SpendLogs rows keep metadata as JSON text: the reader that parses it as text takes the file (the typed
+    # one would read every line again, line-exactly), and gives the line-exact audit.
+    lines = [json.dumps(_litellm(i, metadata=json.dumps(_litellm(i)["metadata"]))) for i in range(300)]
+    lines.insert(40, json.dumps(_litellm(300)))  # an object among them is read as well
+    log = tmp_path / "spend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    reader, tables = _same_audit(log, "litellm", tmp_path)
+    assert reader == "fast"
+    assert sum(r["cached_input_tokens"] for r in tables["token_call_rows"]) == sum(
+        (i % 3) * 32 for i in range(301))
 
 
 def _message(i: int, **over) -> dict:
@@ -198,3 +223,18 @@ def test_the_fields_anthropic_keys_may_not_name_are_the_records_own():
     run_sql(con, "ingest/anthropic_message_record")
     record = json.loads(con.execute("SELECT kv_anthropic_message_record()").fetchone()[0])
     assert set(record) == _ANTHROPIC_FIELDS
+
+
+@pytest.mark.parametrize("metadata, plan", [
+    ({"usage_object": {"prompt_tokens": 5}}, "shape-fast-litellm"),   # the proxy's payload: figures typed
+    (None, "shape-fast-litellm"),                                      # usage from hidden_params, if any
+    ("{\"usage_object\": {}}", "shape-fast-litellm-text"),             # a spend-log row: metadata as text
+    ({"user_api_key_alias": "a"}, "shape-fast-litellm-text"),          # no usage object in the metadata
+])
+def test_a_litellm_file_takes_the_reader_its_first_line_suits(tmp_path, metadata, plan):
+    from kvreport.runner.audit.fastread import _shape_plan
+    from kvreport.runner.audit.formats import Source
+
+    log = tmp_path / "l.jsonl"
+    log.write_text(json.dumps(_litellm(0, metadata=metadata)) + "\n")
+    assert _shape_plan(Source(log, "litellm", "jsonl")) == plan

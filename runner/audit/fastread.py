@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ..core.errors import is_interrupt
 from . import pipeline
-from .formats import SHAPES, Keys, Source
+from .formats import SHAPES, Keys, Source, first_line
 from .linescan import LineScan, _lines_copy
 from .sqlfiles import run_sql, value
 
@@ -17,6 +17,10 @@ from .sqlfiles import run_sql, value
 # into a reader's SQL), and the plan of each.
 FAST_SHAPES = {"openai-chat": "shape-fast-openai", "openai-response": "shape-fast-openai",
                "litellm": "shape-fast-litellm"}
+# LiteLLM's fast reader types the usage object's figures inside `metadata`; a file whose first line keeps its
+# metadata as JSON text (a LiteLLM_SpendLogs row) or without a usage object takes the reader that parses it as
+# text, as the line-exact reader does (either gives the line-exact audit: this only decides which is faster).
+LITELLM_TEXT_METADATA = "shape-fast-litellm-text"
 
 # Anthropic Messages carry no session or time of their own: the fast reader takes the user's keys where each is
 # a plain top-level name (at most one of each), read as fields of the record (anthropic_message_fast.sql), never
@@ -64,10 +68,29 @@ def _fast_shape(con, src: Source, params: dict, tmpdir: str, scan: LineScan) -> 
              session_keys=list(shape.session_keys), time_keys=list(shape.time_keys), format=src.fmt,
              time_label=" or ".join(shape.time_keys) or "time")
     return _fast_then_exact(
-        con, src, scan, tmpdir, pipeline.INGEST[FAST_SHAPES[src.fmt]], pipeline.IngestParams(**p),
+        con, src, scan, tmpdir, pipeline.INGEST[_shape_plan(src)], pipeline.IngestParams(**p),
         pipeline.INGEST["shape-lines"],
         lambda copy, again: pipeline.IngestParams(**dict(p, path=copy, compression="none", lines=again,
                                                          after_rowid=value(con, "ingest/last_rowid"))))
+
+
+def _shape_plan(src: Source) -> str:
+    """The fast reader of a file of FAST_SHAPES: the shape's, or for LiteLLM lines whose first keeps its metadata
+    as text or without a usage object, LITELLM_TEXT_METADATA."""
+    plan = FAST_SHAPES[src.fmt]
+    if src.fmt == "litellm" and not _typed_usage_fits(first_line(src.path)[0]):
+        return LITELLM_TEXT_METADATA
+    return plan
+
+
+def _typed_usage_fits(line: str | None) -> bool:
+    """Whether a LiteLLM line's metadata is absent, null, or an object holding a usage object (what the typed
+    record reads)."""
+    try:
+        metadata = json.loads(line or "").get("metadata")
+    except (ValueError, AttributeError, RecursionError):
+        return False
+    return metadata is None or (isinstance(metadata, dict) and isinstance(metadata.get("usage_object"), dict))
 
 
 def _key_fields(keys: Keys) -> dict | None:

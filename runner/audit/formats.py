@@ -84,7 +84,7 @@ class Source:
 FIRST_LINE_BYTES = 64 << 20  # format detection parses the first record; a longer one cannot be told apart
 
 
-def _first_line(path: Path) -> tuple[str | None, bool]:
+def first_line(path: Path) -> tuple[str | None, bool]:
     """The first non-blank line (up to FIRST_LINE_BYTES) and whether it is whole, or (None, True) for an
     empty file. Bounded: a file with no newline (a sparse file, a bomb) is not read into memory whole."""
     with open_log(path) as f:
@@ -166,7 +166,7 @@ def detect(con, path: Path, fmt: str = "auto") -> Source:
         if fmt not in ("auto", "sessions"):
             raise AuditInputError(f"{shown(path)}: a Parquet file; only the sessions format can be Parquet")
         return Source(path, "sessions", "parquet")
-    line, whole = _first_line(path)
+    line, whole = first_line(path)
     if not whole and fmt == "auto":
         raise AuditInputError(f"{shown(path)}: the first line is longer than {FIRST_LINE_BYTES >> 20} MB, so its "
                               "format cannot be told; give --format")

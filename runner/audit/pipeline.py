@@ -284,6 +284,8 @@ INGEST = {
     "shape-fast-openai": (Sql("ingest/openai_object_fast"), Sql("ingest/number_lines"),
                           Sql("ingest/shape_fast_need_raw")),
     "shape-fast-litellm": (Sql("ingest/litellm_fast"), Sql("ingest/number_lines"), Sql("ingest/shape_fast_need_raw")),
+    "shape-fast-litellm-text": (Sql("ingest/litellm_fast_text"), Sql("ingest/number_lines"),
+                                Sql("ingest/shape_fast_need_raw")),
     "shape-fast-anthropic": (Sql("ingest/anthropic_message_fast"), Sql("ingest/number_lines"),
                              Sql("ingest/shape_fast_need_raw")),
     "shape-lines": (Sql("ingest/read_lines"), Sql("ingest/shape_lines"), Sql("ingest/{shape}"),

@@ -33,4 +33,5 @@ CREATE OR REPLACE TEMP TABLE _shape AS
 WITH p AS (
   SELECT * FROM kv_shape_lines($session_keys, $time_keys, kv_litellm_record(), kv_litellm_default_keys($session_keys, $time_keys))
 ),
+{include:ingest/litellm_usage}
 {include:ingest/litellm_rows};

@@ -10,3 +10,16 @@ CREATE OR REPLACE TEMP MACRO kv_litellm_record() AS '{"call_type": "VARCHAR",
     "completion_tokens": "VARCHAR", "endTime": "VARCHAR", "cache_hit": "VARCHAR", "error_str": "VARCHAR",
     "metadata": "JSON", "hidden_params": {"usage_object": "JSON"}, "messages": "JSON",
     "session_id": "VARCHAR", "trace_id": "VARCHAR", "startTime": "VARCHAR"}';
+
+-- The fast reader's record (ingest/litellm_fast.sql): the same fields, but the three figures of
+-- metadata.usage_object typed, so that DuckDB's reader hands them over in the one parse of the line (the line-exact
+-- record keeps metadata as JSON text, parsed again, and a spend-log row's metadata string once more). A metadata
+-- that is no object (a spend-log row's string) or has no usage_object reads as one without it: the fast reader
+-- sends those lines to the line-exact one.
+CREATE OR REPLACE TEMP MACRO kv_litellm_fast_record() AS '{"call_type": "VARCHAR",
+    "status": "VARCHAR", "model": "VARCHAR", "custom_llm_provider": "VARCHAR", "prompt_tokens": "VARCHAR",
+    "completion_tokens": "VARCHAR", "endTime": "VARCHAR", "cache_hit": "VARCHAR", "error_str": "VARCHAR",
+    "metadata": {"usage_object": {"prompt_tokens_details": {"cached_tokens": "VARCHAR"},
+                                  "cache_read_input_tokens": "VARCHAR", "cache_creation_input_tokens": "VARCHAR"}},
+    "hidden_params": {"usage_object": "JSON"}, "messages": "JSON",
+    "session_id": "VARCHAR", "trace_id": "VARCHAR", "startTime": "VARCHAR"}';

@@ -1,26 +1,7 @@
--- The rows of _shape from p (line, raw, blank, ok, is_object, x: the line parsed with kv_litellm_record,
--- key_session, key_time): not run alone, ingest/litellm.sql (line-exact) and ingest/litellm_fast.sql (DuckDB's
--- JSON reader) include it after their p.
-m AS (  -- a spend-log row keeps metadata as JSON text
-  SELECT *, CASE WHEN NOT starts_with(x.metadata, '"') THEN x.metadata
-                 WHEN json_valid(json_extract_string(x.metadata, '$'))
-                 THEN CAST(json_extract_string(x.metadata, '$') AS JSON) ELSE x.metadata END AS md
-  FROM p
-),
-um AS (  -- metadata.usage_object (its text: NULL when absent or null) and its figures, in one parse
-  SELECT *, CASE WHEN md IS NOT NULL THEN json_extract_string(md, ['$.usage_object',
-              '$.usage_object.prompt_tokens_details.cached_tokens', '$.usage_object.cache_read_input_tokens',
-              '$.usage_object.cache_creation_input_tokens']) END AS um
-  FROM m
-),
-u AS (  -- [cached_tokens, cache_read_input_tokens, cache_creation_input_tokens] of the usage object: metadata's,
-        -- else hidden_params'
-  SELECT *, CASE WHEN um[1] IS NOT NULL THEN um[2:4]
-                 WHEN kv_nn(x.hidden_params.usage_object) IS NOT NULL
-                 THEN json_extract_string(x.hidden_params.usage_object, ['$.prompt_tokens_details.cached_tokens',
-                        '$.cache_read_input_tokens', '$.cache_creation_input_tokens']) END AS usage
-  FROM um
-)
+-- The rows of _shape from u (line, raw, blank, ok, is_object, x: the line parsed with the reader's record,
+-- key_session, key_time, usage: [cached_tokens, cache_read_input_tokens, cache_creation_input_tokens] of the
+-- call's usage object): not run alone, ingest/litellm.sql (line-exact, after ingest/litellm_usage.sql) and
+-- ingest/litellm_fast.sql (DuckDB's JSON reader) include it after their u.
 SELECT line, blank, ok, false AS skip,
   CASE
     WHEN x IS NULL THEN 'not a JSON object'
