@@ -51,6 +51,22 @@ def _operators(path: Path, step: str) -> None:
             print(f"  {timing:6.2f}  {'  ' * depth}{name} {what}" + (f" ({n:,} rows)" if n is not None else ""))
 
 
+class _Rows:
+    """A step's result already read: what the audit's code reads of a DuckDB result (description, fetchone,
+    fetchall)."""
+
+    def __init__(self, result) -> None:
+        self.description = result.description
+        self._rows = result.fetchall() if result.description else []
+
+    def fetchone(self):
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self) -> list:
+        rows, self._rows = self._rows, []
+        return rows
+
+
 def main() -> None:
     args = sys.argv[1:]
     operators: list[str] = []
@@ -84,7 +100,10 @@ def _profile(args: list[str], operators: list[str], profile_of) -> None:
             con.execute(f"PRAGMA enable_profiling = 'json'; SET profiling_output = '{out}'")
         t, c = time.perf_counter(), time.process_time()
         try:
-            return run_sql(con, name, columns, **params)
+            result = run_sql(con, name, columns, **params)
+            # A statement run on the connection closes the one before's pending result: a profiled step's rows are
+            # read here, before the PRAGMA below, for the caller to fetch as it would have.
+            return _Rows(result) if name in operators else result
         except Exception as exc:
             # which step failed, and with what (the command's own message does not say where)
             print(f"step {name} failed after {time.perf_counter() - t:.2f} s ({time.perf_counter() - T0:.1f} s into "
