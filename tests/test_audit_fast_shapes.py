@@ -141,6 +141,11 @@ def test_litellm_lines_get_the_line_exact_audit_at_their_own_lines(tmp_path):
     assert reader.startswith("fast, ")
     rejects = {r["line"]: r["reason"] for r in tables["token_rejects"]}
     assert rejects[4] == "malformed JSON" and rejects[15] == "not a JSON object"
+    # both readers share how a usage object's figures are taken: what they took, by the line each was logged on
+    calls = {r["line"]: r for r in tables["token_call_rows"]}
+    cached = {k: calls[lines.index(odd[k]) + 1]["cached_input_tokens"] for k in (-10, -4, -3, -1)}
+    assert cached == {-10: 7, -4: 3, -3: 4, -1: 100}
+    assert calls[lines.index(odd[-1]) + 1]["cache_creation_input_tokens"] == 20
 
 
 def test_litellm_spend_log_rows_keep_the_fast_reader(tmp_path):

@@ -15,15 +15,12 @@ WITH p AS (  -- ok: a row this reader can judge; a metadata without a usage_obje
   FROM read_json($path, format = 'newline_delimited', records = false, ignore_errors = true,
                  compression = $compression, columns = {'j': typeof(json_transform('{}', kv_litellm_fast_record()))})
 ),
-u AS (  -- the usage object's figures: metadata's, as the record typed them, else hidden_params' (as
-        -- ingest/litellm_usage.sql takes them)
+u AS (  -- the usage object's figures: metadata's, as the record typed them, else hidden_params'
   SELECT *, CASE WHEN x.metadata IS NOT NULL
                  THEN [x.metadata.usage_object.prompt_tokens_details.cached_tokens,
                        x.metadata.usage_object.cache_read_input_tokens,
                        x.metadata.usage_object.cache_creation_input_tokens]
-                 WHEN kv_nn(x.hidden_params.usage_object) IS NOT NULL
-                 THEN json_extract_string(x.hidden_params.usage_object, ['$.prompt_tokens_details.cached_tokens',
-                        '$.cache_read_input_tokens', '$.cache_creation_input_tokens']) END AS usage
+                 ELSE kv_litellm_hidden_usage(x.hidden_params.usage_object) END AS usage
   FROM p
 )
 {include:ingest/litellm_rows}

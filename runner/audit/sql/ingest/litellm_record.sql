@@ -23,3 +23,10 @@ CREATE OR REPLACE TEMP MACRO kv_litellm_fast_record() AS '{"call_type": "VARCHAR
                                   "cache_read_input_tokens": "VARCHAR", "cache_creation_input_tokens": "VARCHAR"}},
     "hidden_params": {"usage_object": "JSON"}, "messages": "JSON",
     "session_id": "VARCHAR", "trace_id": "VARCHAR", "startTime": "VARCHAR"}';
+
+-- [cached_tokens, cache_read_input_tokens, cache_creation_input_tokens] of hidden_params' usage object (JSON text),
+-- where metadata holds none: every LiteLLM reader takes them the same way.
+CREATE OR REPLACE TEMP MACRO kv_litellm_hidden_usage(usage_object) AS
+  CASE WHEN kv_nn(usage_object) IS NOT NULL
+       THEN json_extract_string(usage_object, ['$.prompt_tokens_details.cached_tokens', '$.cache_read_input_tokens',
+                                               '$.cache_creation_input_tokens']) END;

@@ -1,7 +1,7 @@
 -- The rows of _shape from u (line, raw, blank, ok, is_object, x: the line parsed with the reader's record,
 -- key_session, key_time, usage: [cached_tokens, cache_read_input_tokens, cache_creation_input_tokens] of the
--- call's usage object): not run alone, ingest/litellm.sql (line-exact, after ingest/litellm_usage.sql) and
--- ingest/litellm_fast.sql (DuckDB's JSON reader) include it after their u.
+-- call's usage object): not run alone, ingest/litellm.sql (line-exact) and the fast readers ingest/litellm_fast.sql
+-- and ingest/litellm_fast_text.sql (DuckDB's JSON reader) include it after their u.
 SELECT line, blank, ok, false AS skip,
   CASE
     WHEN x IS NULL THEN 'not a JSON object'

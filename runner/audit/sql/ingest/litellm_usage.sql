@@ -1,7 +1,8 @@
--- The usage object's figures of the line-exact reader's rows (ingest/litellm.sql), from p (x: the line parsed with
--- kv_litellm_record, whose metadata is JSON text): metadata's usage_object (a spend-log row's metadata is a JSON
--- string, parsed once more), else hidden_params'. The fast reader (ingest/litellm_fast.sql) has its own, from
--- the figures its record types. Not run alone: each includes it after its p, before ingest/litellm_rows.sql.
+-- The usage object's figures of rows read with kv_litellm_record, whose metadata is JSON text (the line-exact
+-- reader, ingest/litellm.sql, and the text fast reader, ingest/litellm_fast_text.sql), from p: metadata's
+-- usage_object (a spend-log row's metadata is a JSON string, parsed once more), else hidden_params'. The typed
+-- fast reader (ingest/litellm_fast.sql) has its own, from the figures its record types. Not run alone: each
+-- includes it after its p, before ingest/litellm_rows.sql.
 m AS (  -- a spend-log row keeps metadata as JSON text
   SELECT *, CASE WHEN NOT starts_with(x.metadata, '"') THEN x.metadata
                  WHEN json_valid(json_extract_string(x.metadata, '$'))
@@ -17,8 +18,6 @@ um AS (  -- metadata.usage_object (its text: NULL when absent or null) and its f
 u AS (  -- [cached_tokens, cache_read_input_tokens, cache_creation_input_tokens] of the usage object: metadata's,
         -- else hidden_params'
   SELECT *, CASE WHEN um[1] IS NOT NULL THEN um[2:4]
-                 WHEN kv_nn(x.hidden_params.usage_object) IS NOT NULL
-                 THEN json_extract_string(x.hidden_params.usage_object, ['$.prompt_tokens_details.cached_tokens',
-                        '$.cache_read_input_tokens', '$.cache_creation_input_tokens']) END AS usage
+                 ELSE kv_litellm_hidden_usage(x.hidden_params.usage_object) END AS usage
   FROM um
 )
