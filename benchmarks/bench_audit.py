@@ -473,6 +473,7 @@ def bench_shape(shape: str, args, d: Path) -> dict:
     row["ratio"] = _spread([a["wall_s"] / f["wall_s"] for a, f in zip(times["audit"], times["store floor"])])
     row["ratio cpu"] = _spread([a["cpu_s"] / f["cpu_s"] for a, f in zip(times["audit"], times["store floor"])])
     row["figures cpu"] = _spread([g["cpu_s"] / f["cpu_s"] for g, f in zip(times["figures floor"], times["store floor"])])
+    row["over figures cpu"] = _spread([a["cpu_s"] / g["cpu_s"] for a, g in zip(times["audit"], times["figures floor"])])
     print(f"  audit {row['audit wall str']} s ({row['audit cpu str']} CPU-s, peak RSS {row['audit rss']:,.0f} MB), "
           f"floor {row['floor wall str']} s ({row['floor cpu str']} CPU-s), store floor {row['store floor wall str']} s "
           f"({row['store floor cpu str']} CPU-s), figures floor {row['figures floor wall str']} s "
@@ -542,12 +543,13 @@ def main() -> None:
           "ratios: over the store floor's, run k against run k")
     print("\n| shape | log MB | audit wall s | audit CPU s | floor CPU s | store floor wall s | store floor CPU s | "
           "figures floor CPU s | audit / store floor (wall) | audit / store floor (CPU) | "
-          "figures floor / store floor (CPU) | audit peak RSS MB | load avg |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "figures floor / store floor (CPU) | audit / figures floor (CPU) | audit peak RSS MB | load avg |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['shape']} | {r['mb']:,.0f} | {r['audit wall str']} | {r['audit cpu str']} | {r['floor cpu str']} | "
               f"{r['store floor wall str']} | {r['store floor cpu str']} | {r['figures floor cpu str']} | "
-              f"{r['ratio']}x | {r['ratio cpu']}x | {r['figures cpu']}x | {r['audit rss']:,.0f} | {r['load']} |")
+              f"{r['ratio']}x | {r['ratio cpu']}x | {r['figures cpu']}x | {r['over figures cpu']}x | {r['audit rss']:,.0f} | "
+              f"{r['load']} |")
     if args.startup:
         help_s = sorted(run_side([sys.executable, "-m", "kvreport.runner", "audit", "--help"])["wall_s"] for _ in range(5))
         print(f"start-up: `kvreport audit --help` {help_s[2]:.2f} s (median of 5, {help_s[0]:.2f}-{help_s[-1]:.2f})")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -216,6 +218,17 @@ def _tokenizer(path: Path, words: list[str]) -> Path:
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.save(str(path))
     return path
+
+
+def test_an_audit_without_a_tokenizer_never_loads_the_tokenizers_library(tmp_path):
+    """Its memory (a few MB, against the audit's bound of --memory-limit + 150 MB) is paid only with --tokenizer."""
+    code = ("import sys; from kvreport.runner.cli import main\n"
+            f"try:\n    main(['audit', {str(FIX / 'sessions.jsonl')!r}, '--db', {str(tmp_path / 'a.duckdb')!r}])\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "assert 'tokenizers' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "a.duckdb").is_file()
 
 
 def test_tokenizer_counts_spor_and_finds_a_timestamp_at_the_top(tmp_path):

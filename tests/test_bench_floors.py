@@ -11,6 +11,7 @@ from conftest import quiet_audit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_audit  # noqa: E402
+import ingest_parts  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", ["iso", "litellm"])  # litellm: each call ends 0.8 s after it starts
@@ -23,3 +24,12 @@ def test_the_figures_floor_finds_the_audits_figures(tmp_path, shape):
     assert floor["overall_pcer"] == pytest.approx(audit["overall_pcer"], abs=1e-12)
     assert 0 < audit["leakage_index"] < 1
     assert floor["leakage_index"] == pytest.approx(audit["leakage_index"], abs=1e-12)
+
+
+def test_the_ingest_parts_time_the_fast_readers_step_on_every_line(tmp_path):
+    """benchmarks/ingest_parts.py runs the audit's own step (its SQL file, split where it inserts): each part reads
+    every line of the log, and the staged rows are numbered 1..n (its child checks that)."""
+    log = tmp_path / "calls.jsonl"
+    bench_audit.write_log(log, 500, shape="iso", per_session=4)
+    rows = {part: ingest_parts.child(part, str(log), "350MB")["rows"] for part in ingest_parts.PARTS}
+    assert rows == {part: 502 for part in ingest_parts.PARTS}  # 500 calls and the two broken lines

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tokenizers import Tokenizer as HFTokenizer
-
 from ..core.errors import UserError
 
 
@@ -37,6 +35,8 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         raise TokenizerError(f"--tokenizer {path}: no such file or folder")
     file = path / "tokenizer.json" if path.is_dir() else path
     if file.is_file():
+        from tokenizers import Tokenizer as HFTokenizer  # here: only an audit given --tokenizer pays its memory
+
         try:
             tok = HFTokenizer.from_file(str(file))
         except Exception as exc:  # noqa: BLE001 - a bad file becomes one clear message
