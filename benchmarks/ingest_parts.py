@@ -9,8 +9,13 @@ in alternating order, timed around its statements alone (wall and CPU seconds of
   checked   the step's whole SELECT (every check, conversion and reject reason) with every output column used,
             nothing written;
   staged    the step itself: that SELECT inserted into _staged;
-  numbered  ingest/number_lines.sql after it (each row's line number).
-So `checked - read` is what the checks and conversions cost, and `staged - checked` what keeping the rows costs.
+  numbered  ingest/number_lines.sql after it (each row's line number);
+  written   another design, for comparison: the same SELECT written once, straight into a table of the DB file
+            (CREATE TABLE AS, in file order: each row's line is its rowid + 1, no UPDATE), with only the
+            columns token_call_rows stores, the reject reason and the two model names a label needs.
+So `checked - read` is what the checks and conversions cost, `staged - checked` what keeping the rows costs, and
+`written` against `staged` + `numbered` + the audit's store step (profile_audit.py's store/call_rows_*) what
+writing each call once would save.
 """
 from __future__ import annotations
 
@@ -22,7 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-PARTS = ("read", "checked", "staged")
+PARTS = ("read", "checked", "staged", "written")
+# The columns `written` keeps: token_call_rows' own (runner/core/schema/012_call_costs_from_labels.sql) but its ids
+# and line, the reject reason and the model names.
+WRITTEN = ("reason, session_id, start_time, end_time, disconnected_at, input_tokens, cached_input_tokens, "
+           "cache_creation_input_tokens, output_tokens, system_tokens, request_model, response_model")
 
 
 def _leaves(record: dict, prefix: str) -> list[str]:
@@ -63,16 +72,23 @@ def child(part: str, log: str, memory_limit: str) -> dict:
             FROM read_json($path, format = 'newline_delimited', records = false, ignore_errors = true,
                            compression = $compression,
                            columns = {{'j': typeof(json_transform('{{}}', kv_openai_record()))}})"""], params)
+    select = insert.query.split("INSERT INTO _staged BY NAME", 1)[1].strip().rstrip(";")
     if part == "checked":
-        select = insert.query.split("INSERT INTO _staged BY NAME", 1)[1].strip().rstrip(";")
         return _timed(con, [f"SELECT count(*), count(COLUMNS(*)) FROM ({select})"], params)
+    if part == "written":
+        written = _timed(con, [f"CREATE TABLE calls AS SELECT {WRITTEN} FROM ({select})", "SELECT count(*) FROM calls"],
+                         params)
+        rejects = [r[0] for r in con.execute("SELECT rowid + 1 FROM calls WHERE reason IS NOT NULL").fetchall()]
+        return {**written, "rejects": rejects}
     staged = _timed(con, [insert.query], params)
     numbered = _timed(con, [s.query for s in sqlfiles.statements("ingest/number_lines")],
                       {"lines": None, "source": log, "source_name": Path(log).name})
     lines = con.execute("SELECT count(*), count(DISTINCT line), min(line), max(line) FROM _staged").fetchone()
     if lines != (lines[0], lines[0], 1, lines[0]):
         raise SystemExit(f"_staged's line numbers are not 1..{lines[0]}: {lines}")
-    return {**staged, "rows": lines[0], "numbered_wall_s": numbered["wall_s"], "numbered_cpu_s": numbered["cpu_s"]}
+    rejects = [r[0] for r in con.execute("SELECT line FROM _staged WHERE reason IS NOT NULL ORDER BY line").fetchall()]
+    return {**staged, "rows": lines[0], "rejects": rejects, "numbered_wall_s": numbered["wall_s"],
+            "numbered_cpu_s": numbered["cpu_s"]}
 
 
 def _spread(xs: list[float]) -> str:
@@ -101,6 +117,9 @@ def main() -> None:
     counted = {t["rows"] for ts in times.values() for t in ts}
     if len(counted) != 1:
         raise SystemExit(f"the parts read different numbers of rows: {sorted(counted)}")
+    if times["written"][0]["rejects"] != times["staged"][0]["rejects"]:
+        raise SystemExit(f"`written` numbers the rejects {times['written'][0]['rejects'][:5]}, the audit's step "
+                         f"{times['staged'][0]['rejects'][:5]}: the rowid is not the line")
     rows = [(p, [t["wall_s"] for t in times[p]], [t["cpu_s"] for t in times[p]]) for p in PARTS]
     rows.append(("numbered", [t["numbered_wall_s"] for t in times["staged"]],
                  [t["numbered_cpu_s"] for t in times["staged"]]))

@@ -28,8 +28,10 @@ def test_the_figures_floor_finds_the_audits_figures(tmp_path, shape):
 
 def test_the_ingest_parts_time_the_fast_readers_step_on_every_line(tmp_path):
     """benchmarks/ingest_parts.py runs the audit's own step (its SQL file, split where it inserts): each part reads
-    every line of the log, and the staged rows are numbered 1..n (its child checks that)."""
+    every line of the log, the staged rows are numbered 1..n (its child checks that), and the design it compares
+    (each row written once, its line its rowid + 1) finds the rejects at the same lines."""
     log = tmp_path / "calls.jsonl"
     bench_audit.write_log(log, 500, shape="iso", per_session=4)
-    rows = {part: ingest_parts.child(part, str(log), "350MB")["rows"] for part in ingest_parts.PARTS}
-    assert rows == {part: 502 for part in ingest_parts.PARTS}  # 500 calls and the two broken lines
+    parts = {part: ingest_parts.child(part, str(log), "350MB") for part in ingest_parts.PARTS}
+    assert {part: p["rows"] for part, p in parts.items()} == {part: 502 for part in ingest_parts.PARTS}
+    assert parts["staged"]["rejects"] == parts["written"]["rejects"] == [501, 502]  # the two broken lines
